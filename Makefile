@@ -1,0 +1,114 @@
+# hat — Harness-Aware Training toolkit.
+#   make            build libhat.a and every program into bin/
+#   make check      build and run all tests; ends with "N passed, N failed"
+#   make demo       run the bundled example end to end
+#   make bench      benchmarks, JSON lines on stdout
+#   make install PREFIX=/usr/local
+#   make SAN=1      ASan+UBSan build (objects in build/san, programs in build/san/bin)
+# On a fresh Debian machine the first build installs the -dev packages it
+# needs (apt-get as root; otherwise it prints the command and stops).
+
+PREFIX  ?= /usr/local
+CC      ?= cc
+OPT     ?= -O2
+SAN     ?= 0
+
+DEB_PKGS := build-essential pkg-config libjansson-dev zlib1g-dev libarchive-dev \
+            libreadline-dev libopenblas-dev libpcre2-dev libutf8proc-dev \
+            libmicrohttpd-dev jq
+PC_LIBS  := jansson zlib libarchive readline openblas libpcre2-8 libutf8proc libmicrohttpd
+
+ifeq ($(SAN),1)
+  VARIANT  := san
+  BIN      := build/san/bin
+  SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+else
+  VARIANT  := rel
+  BIN      := bin
+  SANFLAGS :=
+endif
+BUILD := build/$(VARIANT)
+
+PC_CFLAGS = $(shell pkg-config --cflags $(PC_LIBS) 2>/dev/null)
+PC_LDLIBS = $(shell pkg-config --libs $(PC_LIBS) 2>/dev/null)
+
+CFLAGS   ?= $(OPT) -g
+CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fopenmp -Icommon -Ikernels \
+            -MMD -MP $(SANFLAGS) $(PC_CFLAGS) \
+            -DHAT_DATADIR='"$(PREFIX)/share/hat"'
+LDFLAGS  += -fopenmp $(SANFLAGS)
+LDLIBS   += $(PC_LDLIBS) -lm -lpthread
+
+LIB_SRC  := $(wildcard common/*.c) $(wildcard kernels/cpu/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)
+LIB      := $(BUILD)/libhat.a
+PROGS    := $(patsubst cmd/%.c,$(BIN)/%,$(wildcard cmd/*.c))
+UNIT     := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+DEPS_OK  := build/.deps-ok
+
+.PHONY: all check demo bench install deps clean help
+all: $(PROGS)
+
+# --- dependencies -----------------------------------------------------
+deps: $(DEPS_OK)
+$(DEPS_OK):
+	@missing=""; for p in $(DEB_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "deps: installing$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null || exit 1; \
+	  else \
+	    echo "deps: missing Debian packages; run:"; \
+	    echo "  sudo apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	fi; mkdir -p build && touch $@
+
+# --- build ------------------------------------------------------------
+$(BUILD)/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(LIB): $(LIB_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+
+$(BIN)/%: $(BUILD)/cmd/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/tests/unit/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+
+# --- tests, demo, bench -------------------------------------------------
+check: $(PROGS) $(UNIT)
+	@HAT_BIN=$(CURDIR)/$(BIN) HAT_UNIT=$(CURDIR)/$(BUILD)/tests HAT_SAN=$(SAN) tests/run.sh
+
+demo: $(PROGS)
+	@$(MAKE) --no-print-directory -C examples demo HAT_BIN=$(CURDIR)/$(BIN)
+
+bench: $(PROGS)
+	@HAT_BIN=$(CURDIR)/$(BIN) tests/bench.sh
+
+# --- install ------------------------------------------------------------
+install: $(PROGS)
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \
+	           $(DESTDIR)$(PREFIX)/share/man/man5 $(DESTDIR)$(PREFIX)/share/man/man7 \
+	           $(DESTDIR)$(PREFIX)/share/hat
+	install -m 755 $(PROGS) $(DESTDIR)$(PREFIX)/bin
+	install -m 644 man/man1/*.1 $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 644 man/man5/*.5 $(DESTDIR)$(PREFIX)/share/man/man5
+	install -m 644 man/man7/*.7 $(DESTDIR)$(PREFIX)/share/man/man7
+	cp -R data/. $(DESTDIR)$(PREFIX)/share/hat/
+
+clean:
+	rm -rf build bin tests/out
+
+help:
+	@sed -n '2,10s/^# //p' Makefile
+
+.SECONDARY:
+-include $(LIB_OBJ:.o=.d) $(wildcard $(BUILD)/cmd/*.d) $(wildcard $(BUILD)/tests/unit/*.d)

@@ -1,0 +1,287 @@
+/* jsonl.c — JSON Lines reader/writer on jansson and zlib, atomic outputs. */
+#include "jsonl.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* ---------------------------------------------------------------- input */
+
+struct jsonl_reader {
+    gzFile gz;
+    char  *name;
+    char  *buf;
+    size_t cap;
+    long   line, skipped;
+    int    skip_bad;
+};
+
+jsonl_reader *jsonl_open(const char *path, int skip_bad)
+{
+    const char *name = is_stdio_path(path) ? "<stdin>" : path;
+    /* gzread passes plain data through, so stdin may be compressed too. */
+    gzFile gz = is_stdio_path(path) ? gzdopen(dup(0), "rb") : gzopen(path, "rb");
+    if (!gz) {
+        hat_errat(name, 0, "cannot open: %s", strerror(errno ? errno : ENOENT));
+        return NULL;
+    }
+    gzbuffer(gz, 1 << 18);
+    jsonl_reader *r = xcalloc(1, sizeof *r);
+    r->gz = gz;
+    r->name = xstrdup(name);
+    r->cap = 1 << 16;
+    r->buf = xmalloc(r->cap);
+    r->skip_bad = skip_bad;
+    return r;
+}
+
+/* Read one line (without its newline) into r->buf.  1 = line, 0 = EOF. */
+static int read_line(jsonl_reader *r, size_t *len)
+{
+    size_t n = 0;
+    for (;;) {
+        if (!gzgets(r->gz, r->buf + n, (int)(r->cap - n))) {
+            int err;
+            const char *msg = gzerror(r->gz, &err);
+            if (err && err != Z_BUF_ERROR) {
+                hat_errat(r->name, r->line + 1, "read error: %s",
+                          err == Z_ERRNO ? strerror(errno) : msg);
+                return -1;
+            }
+            if (err == Z_BUF_ERROR) {
+                hat_errat(r->name, r->line + 1, "truncated compressed input");
+                return -1;
+            }
+            if (n == 0) return 0;
+            break;                       /* last line without newline */
+        }
+        n += strlen(r->buf + n);
+        if (n > 0 && r->buf[n - 1] == '\n') { n--; break; }
+        if (n + 1 < r->cap) {            /* short read without newline = EOF */
+            if (gzeof(r->gz)) break;
+            continue;
+        }
+        if (r->cap >= JSONL_MAX_LINE) {
+            hat_errat(r->name, r->line + 1, "line longer than %u bytes", JSONL_MAX_LINE);
+            return -1;
+        }
+        r->cap *= 2;
+        r->buf = xrealloc(r->buf, r->cap);
+    }
+    if (n > 0 && r->buf[n - 1] == '\r') n--;
+    r->buf[n] = 0;
+    *len = n;
+    return 1;
+}
+
+static int blank(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] != ' ' && s[i] != '\t') return 0;
+    return 1;
+}
+
+int jsonl_next(jsonl_reader *r, json_t **out)
+{
+    for (;;) {
+        size_t n;
+        int rc = read_line(r, &n);
+        if (rc <= 0) return rc;
+        r->line++;
+        if (blank(r->buf, n)) continue;
+        json_error_t e;
+        json_t *v = json_loadb(r->buf, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e);
+        if (!v) {
+            hat_errat(r->name, r->line, "invalid JSON at column %d: %s", e.column, e.text);
+            if (!r->skip_bad) return -1;
+            r->skipped++;
+            continue;
+        }
+        *out = v;
+        return 1;
+    }
+}
+
+long jsonl_line(const jsonl_reader *r) { return r->line; }
+const char *jsonl_name(const jsonl_reader *r) { return r->name; }
+long jsonl_skipped(const jsonl_reader *r) { return r->skipped; }
+
+int jsonl_close(jsonl_reader *r)
+{
+    if (!r) return 0;
+    if (r->skipped) hat_errat(r->name, 0, "skipped %ld bad line%s", r->skipped,
+                              r->skipped == 1 ? "" : "s");
+    int rc = gzclose(r->gz) == Z_OK ? 0 : -1;
+    free(r->buf);
+    free(r->name);
+    free(r);
+    return rc;
+}
+
+json_t *json_parse_named(const char *text, size_t len, const char *name)
+{
+    json_error_t e;
+    json_t *v = json_loadb(text, len, 0, &e);
+    if (!v) hat_errat(name, e.line, "invalid JSON at column %d: %s", e.column, e.text);
+    return v;
+}
+
+json_t *json_load_path(const char *path)
+{
+    size_t len;
+    char *text = read_file(path, &len);
+    if (!text) return NULL;
+    json_t *v = json_parse_named(text, len, is_stdio_path(path) ? "<stdin>" : path);
+    free(text);
+    return v;
+}
+
+/* --------------------------------------------------------------- output */
+
+struct hat_out {
+    FILE  *f;        /* plain stream, or NULL when gz is used */
+    gzFile gz;
+    char  *path;     /* final name, NULL for stdout */
+    char  *tmp;      /* temporary name while writing */
+    int    failed;
+};
+
+hat_out *out_open(const char *path)
+{
+    hat_out *o = xcalloc(1, sizeof *o);
+    if (is_stdio_path(path)) {
+        o->f = stdout;
+        return o;
+    }
+    char *d = xstrdup(path), *b = xstrdup(path);
+    o->tmp = xasprintf("%s/.%s.tmp.XXXXXX", dirname(d), basename(b));
+    free(d);
+    free(b);
+    int fd = mkstemp(o->tmp);
+    if (fd < 0) {
+        hat_errat(path, 0, "cannot create: %s", strerror(errno));
+        free(o->tmp);
+        free(o);
+        return NULL;
+    }
+    fchmod(fd, 0644 & ~umask(umask(0)));
+    o->path = xstrdup(path);
+    if (str_endswith(path, ".gz")) {
+        o->gz = gzdopen(fd, "wb6");
+        if (!o->gz) hat_die("%s: cannot start compression", path);
+    } else {
+        o->f = fdopen(fd, "wb");
+        if (!o->f) hat_die("%s: fdopen: %s", path, strerror(errno));
+        setvbuf(o->f, NULL, _IOFBF, 1 << 18);
+    }
+    return o;
+}
+
+FILE *out_file(hat_out *o) { return o->f; }
+
+static const char *out_name(const hat_out *o) { return o->path ? o->path : "<stdout>"; }
+
+int out_write(hat_out *o, const void *buf, size_t n)
+{
+    if (o->failed) return -1;
+    int ok = o->gz ? (n == 0 || gzwrite(o->gz, buf, (unsigned)n) == (int)n)
+                   : fwrite(buf, 1, n, o->f) == n;
+    if (!ok) {
+        hat_errat(out_name(o), 0, "write error: %s", strerror(errno));
+        o->failed = 1;
+        return -1;
+    }
+    return 0;
+}
+
+int out_puts(hat_out *o, const char *s) { return out_write(o, s, strlen(s)); }
+
+static int dump_cb(const char *buf, size_t n, void *data)
+{
+    return out_write(data, buf, n);
+}
+
+int out_json(hat_out *o, const json_t *v)
+{
+    if (json_dump_callback(v, dump_cb, o, HAT_JSON_FLAGS) < 0) {
+        if (!o->failed) hat_errat(out_name(o), 0, "cannot serialise JSON value");
+        o->failed = 1;
+        return -1;
+    }
+    return out_write(o, "\n", 1);
+}
+
+static void out_free(hat_out *o)
+{
+    free(o->path);
+    free(o->tmp);
+    free(o);
+}
+
+void out_abort(hat_out *o)
+{
+    if (!o) return;
+    if (o->gz) gzclose(o->gz);
+    else if (o->f && o->f != stdout) fclose(o->f);
+    if (o->tmp && o->path) unlink(o->tmp);
+    out_free(o);
+}
+
+int out_close(hat_out *o)
+{
+    if (!o) return 0;
+    int bad = o->failed;
+    if (!o->path) {
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            if (!bad) hat_errat("<stdout>", 0, "write error: %s", strerror(errno));
+            bad = 1;
+        }
+        out_free(o);
+        return bad ? -1 : 0;
+    }
+    if (o->gz) {
+        /* gzflush then fsync the descriptor through a dup'd fd is not
+         * possible after gzclose; gzclose flushes and closes. */
+        if (gzclose(o->gz) != Z_OK) bad = 1;
+        o->gz = NULL;
+        int fd = open(o->tmp, O_RDONLY);
+        if (fd >= 0) { fsync(fd); close(fd); }
+    } else {
+        if (fflush(o->f) != 0 || fsync(fileno(o->f)) != 0) bad = 1;
+        if (fclose(o->f) != 0) bad = 1;
+        o->f = NULL;
+    }
+    if (!bad && rename(o->tmp, o->path) != 0) {
+        hat_errat(o->path, 0, "cannot rename into place: %s", strerror(errno));
+        bad = 2;
+    } else if (bad && !o->failed) {
+        hat_errat(o->path, 0, "write error: %s", strerror(errno));
+    }
+    if (bad) unlink(o->tmp);
+    out_free(o);
+    return bad ? -1 : 0;
+}
+
+char *json_compact(const json_t *v)
+{
+    char *s = json_dumps(v, HAT_JSON_FLAGS);
+    if (!s) hat_die("cannot serialise JSON value");
+    return s;
+}
+
+int write_file_atomic(const char *path, const void *data, size_t len)
+{
+    hat_out *o = out_open(path);
+    if (!o) return -1;
+    if (out_write(o, data, len) < 0) {
+        out_abort(o);
+        return -1;
+    }
+    return out_close(o);
+}

@@ -1,0 +1,63 @@
+/* jsonl.h — JSON Lines in and out, the currency of every hat program.
+ *
+ * Reading: one jansson value per line from a file, a .gz file or stdin
+ * ("-" or NULL).  Blank lines are skipped.  A line that does not parse is
+ * reported as "prog: FILE:LINE: message" and, unless skip_bad is set, ends
+ * the read with an error; with skip_bad it is counted and skipped.
+ *
+ * Writing: compact, one object per line, keys in insertion order, UTF-8
+ * unescaped.  A named output file is written to a temporary name in the
+ * same directory and renamed into place by out_close, so an interrupted
+ * program never leaves a half-written file where a good one was.  Names
+ * ending in .gz are compressed. */
+#ifndef HAT_JSONL_H
+#define HAT_JSONL_H
+
+#include <jansson.h>
+#include <stdio.h>
+
+/* Longest accepted line; longer lines are an error naming the limit. */
+#define JSONL_MAX_LINE (256u << 20)
+
+typedef struct jsonl_reader jsonl_reader;
+
+jsonl_reader *jsonl_open(const char *path, int skip_bad);
+/* Next value into *out (caller decrefs).  Returns 1 on a value, 0 at end,
+ * -1 on an error (already reported). */
+int    jsonl_next(jsonl_reader *r, json_t **out);
+long   jsonl_line(const jsonl_reader *r);      /* line number of last value */
+const char *jsonl_name(const jsonl_reader *r); /* "<stdin>" or the path */
+long   jsonl_skipped(const jsonl_reader *r);
+/* Closes; with skip_bad prints "skipped N bad lines" if any. Returns 0 or -1. */
+int    jsonl_close(jsonl_reader *r);
+
+/* Parse one JSON document from a string (error names file/line/column). */
+json_t *json_parse_named(const char *text, size_t len, const char *name);
+/* Load a JSON file (plain or .gz, "-" = stdin). */
+json_t *json_load_path(const char *path);
+
+/* Output. */
+typedef struct hat_out hat_out;
+
+hat_out *out_open(const char *path);           /* NULL or "-" = stdout */
+FILE    *out_file(hat_out *o);                 /* raw stream (NULL if .gz) */
+int      out_write(hat_out *o, const void *buf, size_t n);
+int      out_puts(hat_out *o, const char *s);
+/* One compact JSON line.  Returns 0 or -1 (reported). */
+int      out_json(hat_out *o, const json_t *v);
+/* Flush, fsync and rename into place.  Returns 0, or -1 after a diagnostic;
+ * on failure the temporary file is removed and any earlier file is kept. */
+int      out_close(hat_out *o);
+/* Discard: remove the temporary file, keep whatever was there before. */
+void     out_abort(hat_out *o);
+
+/* Flags for compact, order-preserving, UTF-8 output. */
+#define HAT_JSON_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
+
+/* Serialise to a malloc'd compact string. */
+char *json_compact(const json_t *v);
+
+/* Write a whole file atomically (temp + fsync + rename).  0 or -1. */
+int write_file_atomic(const char *path, const void *data, size_t len);
+
+#endif

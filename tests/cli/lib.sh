@@ -1,0 +1,24 @@
+# lib.sh — helpers for command-line tests (sourced by tests/cli/*.sh).
+# Each assertion prints "ok - NAME" or "not ok - NAME"; tests/run.sh counts.
+#   T=$(mktmp)            a scratch directory for this script
+#   ok NAME CMD...        CMD must exit 0
+#   fails NAME RC CMD...  CMD must exit with status RC
+#   same NAME FILE1 FILE2 files must be byte-identical
+#   has NAME FILE PATTERN grep -E PATTERN must match in FILE
+set -u
+: "${HAT_TOP:?run through tests/run.sh}"
+mktmp() { mktemp -d "${HAT_TEST_TMP:-/tmp}/cliXXXXXX"; }
+pass() { echo "ok - $1"; }
+flunk() { echo "not ok - $1"; shift; [ $# -gt 0 ] && echo "    $*"; return 0; }
+ok() {
+    n=$1; shift
+    if "$@" >"$T/.out" 2>"$T/.err"; then pass "$n"; else flunk "$n" "exit $?: $(head -c 600 "$T/.err")"; fi
+}
+fails() {
+    n=$1; want=$2; shift 2
+    "$@" >"$T/.out" 2>"$T/.err"; rc=$?
+    if [ "$rc" -eq "$want" ]; then pass "$n"; else flunk "$n" "exit $rc, wanted $want: $(head -c 600 "$T/.err")"; fi
+}
+same() { if cmp -s "$2" "$3"; then pass "$1"; else flunk "$1" "$2 and $3 differ"; fi; }
+has() { if grep -Eq -- "$3" "$2"; then pass "$1"; else flunk "$1" "no /$3/ in $2: $(head -c 400 "$2")"; fi; }
+hasnt() { if grep -Eq -- "$3" "$2"; then flunk "$1" "unexpected /$3/ in $2"; else pass "$1"; fi; }

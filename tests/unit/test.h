@@ -1,0 +1,48 @@
+/* test.h — a tiny test harness for the C unit tests.
+ *
+ * Each test is a function; RUN(fn) runs it and prints one TAP-like line,
+ * "ok - fn" or "not ok - fn", with every failed CHECK on stderr as
+ * file:line.  tests/run.sh counts those lines.  main returns non-zero when
+ * anything failed, so a crash or an early exit is also a failure. */
+#ifndef HAT_TEST_H
+#define HAT_TEST_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int t_failed_here, t_pass, t_fail;
+
+#define CHECK(c) do { if (!(c)) { t_failed_here = 1; \
+    fprintf(stderr, "  %s:%d: CHECK(%s) failed\n", __FILE__, __LINE__, #c); } } while (0)
+#define CHECK_EQ_INT(a, b) do { long long _a = (a), _b = (b); if (_a != _b) { t_failed_here = 1; \
+    fprintf(stderr, "  %s:%d: %s == %lld, expected %lld\n", __FILE__, __LINE__, #a, _a, _b); } } while (0)
+#define CHECK_STR(a, b) do { const char *_a = (a), *_b = (b); \
+    if (!_a || !_b || strcmp(_a, _b)) { t_failed_here = 1; \
+    fprintf(stderr, "  %s:%d: %s == \"%s\", expected \"%s\"\n", __FILE__, __LINE__, #a, \
+            _a ? _a : "(null)", _b ? _b : "(null)"); } } while (0)
+#define CHECK_NEAR(a, b, tol) do { double _a = (a), _b = (b); \
+    if (!(fabs(_a - _b) <= (tol))) { t_failed_here = 1; \
+    fprintf(stderr, "  %s:%d: %s == %.9g, expected %.9g (tol %g)\n", __FILE__, __LINE__, \
+            #a, _a, _b, (double)(tol)); } } while (0)
+
+#define RUN(fn) do { t_failed_here = 0; fn(); \
+    if (t_failed_here) { t_fail++; printf("not ok - %s\n", #fn); } \
+    else { t_pass++; printf("ok - %s\n", #fn); } fflush(stdout); } while (0)
+
+#define TEST_MAIN_END() return t_fail ? 1 : 0
+
+/* A scratch directory per test binary, under tests/out (or $TMPDIR). */
+static inline const char *test_tmpdir(void)
+{
+    static char dir[512];
+    if (!dir[0]) {
+        const char *base = getenv("HAT_TEST_TMP");
+        snprintf(dir, sizeof dir, "%s/unitXXXXXX", base ? base : "/tmp");
+        if (!mkdtemp(dir)) { perror("mkdtemp"); exit(1); }
+    }
+    return dir;
+}
+
+#endif
