@@ -33,7 +33,7 @@ PC_CFLAGS = $(shell pkg-config --cflags $(PC_LIBS) 2>/dev/null)
 PC_LDLIBS = $(shell pkg-config --libs $(PC_LIBS) 2>/dev/null)
 
 CFLAGS   ?= $(OPT) -g
-CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fopenmp -Icommon -Ikernels \
+CFLAGS   += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenmp -Icommon -Ikernels \
             -MMD -MP $(SANFLAGS) $(PC_CFLAGS) \
             -DHAT_DATADIR='"$(PREFIX)/share/hat"'
 LDFLAGS  += -fopenmp $(SANFLAGS)
