@@ -12,7 +12,9 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 export HAT_BIN HAT_TOP="$top" HAT_DATA="$top/data" HAT_SHARED="$top/../shared"
 export PATH="$HAT_BIN:$PATH" LC_ALL=C.UTF-8 OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-Haswell}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}" UBSAN_OPTIONS="print_stacktrace=1"
-out="$top/tests/out"
+# One directory per run, so concurrent runs do not clobber each other;
+# removed when everything passed, kept for inspection otherwise.
+out="$top/tests/out/run.$$"
 rm -rf "$out"; mkdir -p "$out"
 export HAT_TEST_TMP="$out"
 pass=0 fail=0
@@ -42,5 +44,6 @@ for t in "$top"/tests/cli/*.sh; do
     case "$t" in */lib.sh) continue ;; esac
     run_one "$(basename "$t" .sh)" sh "$t"
 done
+[ "$fail" -eq 0 ] && rm -rf "$out"
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]
