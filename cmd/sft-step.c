@@ -1,0 +1,167 @@
+/* sft-step — supervised fine-tuning (or plain language-model training) of a
+ * checkpoint on pre-tokenised sequences: N AdamW steps per invocation,
+ * exact resume from the trainer state stored in the output checkpoint. */
+#include "ckpt.h"
+#include "cli.h"
+#include "jsonl.h"
+#include "train.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "usage: sft-step --init CKPT --data SEQS.jsonl --steps N [options] -o OUT.ckpt\n"
+    "Train a checkpoint on pre-tokenised JSONL {\"ids\":[...],\"mask\":[0/1...]}\n"
+    "(mask 1 = the token is a loss target).  The output checkpoint carries the\n"
+    "optimiser moments and trainer_state.json, so --resume continues exactly.\n"
+    "  --init CKPT        checkpoint or Hugging Face directory to start from\n"
+    "  --data FILE        training sequences (\"-\" = stdin, .gz ok)\n"
+    "  --steps N          optimiser steps to take in this run\n"
+    "  --resume           continue the run stored in --init (step, data position,\n"
+    "                     optimiser moments and settings; options below ignored)\n"
+    "  --batch B          sequences per micro-batch (default 8)\n"
+    "  --seq T            tokens per sequence; longer ones are cut (default 256,\n"
+    "                     at most max_position_embeddings)\n"
+    "  --accum A          micro-batches per step (gradient accumulation, default 1)\n"
+    "  --lr X             peak learning rate (default 3e-4)\n"
+    "  --min-lr X         final learning rate of the decay (default 0)\n"
+    "  --warmup N         linear warmup steps (default 0)\n"
+    "  --schedule S       cosine | linear | constant (default cosine)\n"
+    "  --total-steps N    length of the schedule (default: --steps)\n"
+    "  --weight-decay X   AdamW decoupled decay on matrices (default 0.1)\n"
+    "  --beta2 X          AdamW beta2 (default 0.95)\n"
+    "  --clip X           max global gradient norm, 0 = off (default 1.0)\n"
+    "  --metrics FILE     append one JSON line per step (step, loss, lr, grad_norm,\n"
+    "                     tokens, tokens_per_s)\n"
+    "  --save-every K     also write -o every K steps\n"
+    "  --seed N           data order seed (default 1)\n"
+    "  --skip-bad         skip malformed data lines\n"
+    "  -o FILE            output checkpoint (required)\n";
+
+enum { O_INIT = 1, O_DATA, O_STEPS, O_RESUME, O_BATCH, O_SEQ, O_ACCUM, O_LR, O_MINLR, O_WARMUP,
+       O_SCHED, O_TOTAL, O_WD, O_BETA2, O_CLIP, O_METRICS, O_SAVE };
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int save(ckpt *k, const train_state *s, const char *path)
+{
+    json_decref(k->state);
+    k->state = train_state_json(s);
+    return ckpt_save(k, path, ST_F32);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        { "init", required_argument, NULL, O_INIT },     { "data", required_argument, NULL, O_DATA },
+        { "steps", required_argument, NULL, O_STEPS },   { "resume", no_argument, NULL, O_RESUME },
+        { "batch", required_argument, NULL, O_BATCH },   { "seq", required_argument, NULL, O_SEQ },
+        { "accum", required_argument, NULL, O_ACCUM },   { "lr", required_argument, NULL, O_LR },
+        { "min-lr", required_argument, NULL, O_MINLR },  { "warmup", required_argument, NULL, O_WARMUP },
+        { "schedule", required_argument, NULL, O_SCHED }, { "total-steps", required_argument, NULL, O_TOTAL },
+        { "weight-decay", required_argument, NULL, O_WD }, { "beta2", required_argument, NULL, O_BETA2 },
+        { "clip", required_argument, NULL, O_CLIP },     { "metrics", required_argument, NULL, O_METRICS },
+        { "save-every", required_argument, NULL, O_SAVE }, { 0 } };
+    cli_spec spec = { usage, "", longs };
+    cli_common c = { 0 };
+    const char *init = NULL, *data = NULL, *metrics = NULL;
+    long steps = -1, save_every = 0;
+    int resume = 0, seq_set = 0, opt;
+    train_state s = { 0 };
+    optim_defaults(&s.opt);
+    s.B = 8; s.T = 256; s.accum = 1;
+    cli_init(argc, argv);
+    while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
+        switch (opt) {
+        case O_INIT: init = optarg; break;
+        case O_DATA: data = optarg; break;
+        case O_STEPS: steps = cli_long(&spec, "--steps", optarg, 0, 1L << 40); break;
+        case O_RESUME: resume = 1; break;
+        case O_BATCH: s.B = (int)cli_long(&spec, "--batch", optarg, 1, 1 << 16); break;
+        case O_SEQ: s.T = (int)cli_long(&spec, "--seq", optarg, 1, 1 << 20); seq_set = 1; break;
+        case O_ACCUM: s.accum = (int)cli_long(&spec, "--accum", optarg, 1, 1 << 16); break;
+        case O_LR: s.opt.lr = (float)cli_double(&spec, "--lr", optarg, 0, 10); break;
+        case O_MINLR: s.opt.min_lr = (float)cli_double(&spec, "--min-lr", optarg, 0, 10); break;
+        case O_WARMUP: s.opt.warmup = (int)cli_long(&spec, "--warmup", optarg, 0, 1L << 30); break;
+        case O_SCHED:
+            if ((s.opt.schedule = optim_schedule_parse(optarg)) < 0)
+                cli_usage_error(&spec, "--schedule: must be cosine, linear or constant");
+            break;
+        case O_TOTAL: s.opt.total_steps = cli_long(&spec, "--total-steps", optarg, 1, 1L << 40); break;
+        case O_WD: s.opt.weight_decay = (float)cli_double(&spec, "--weight-decay", optarg, 0, 10); break;
+        case O_BETA2: s.opt.beta2 = (float)cli_double(&spec, "--beta2", optarg, 0, 0.999999); break;
+        case O_CLIP: s.opt.grad_clip = (float)cli_double(&spec, "--clip", optarg, 0, 1e9); break;
+        case O_METRICS: metrics = optarg; break;
+        case O_SAVE: save_every = cli_long(&spec, "--save-every", optarg, 1, 1L << 40); break;
+        }
+    }
+    if (optind < argc) cli_usage_error(&spec, "unexpected argument '%s'", argv[optind]);
+    if (!init || !data || steps < 0) cli_usage_error(&spec, "--init, --data and --steps are required");
+    if (!c.output || is_stdio_path(c.output)) cli_usage_error(&spec, "-o OUT.ckpt is required");
+
+    ckpt k;
+    if (ckpt_load(&k, init)) return EXIT_FAIL;
+    model *m = k.m;
+    if (resume) {
+        if (!k.state || !k.opt_m) {
+            hat_errat(init, 0, "--resume: checkpoint has no trainer_state.json/optimizer.safetensors");
+            ckpt_free(&k);
+            return EXIT_FAIL;
+        }
+        if (train_state_parse(&s, k.state, init)) { ckpt_free(&k); return EXIT_FAIL; }
+    } else {
+        if (!s.opt.total_steps) s.opt.total_steps = steps;
+        s.seed = c.seed;
+        rng_seed(&s.rng, c.seed);
+        free(k.opt_m);
+        free(k.opt_v);
+        k.opt_m = xcalloc(m->n_floats, sizeof(float));
+        k.opt_v = xcalloc(m->n_floats, sizeof(float));
+    }
+    if (!seq_set && !resume && s.T > m->cfg.max_position_embeddings) s.T = m->cfg.max_position_embeddings;
+    if (s.T > m->cfg.max_position_embeddings)
+        cli_usage_error(&spec, "--seq %d exceeds max_position_embeddings %d", s.T, m->cfg.max_position_embeddings);
+    train_data d;
+    if (train_data_load(&d, data, m->cfg.vocab_size, s.T, c.skip_bad)) { ckpt_free(&k); return EXIT_FAIL; }
+    if (d.n_truncated) hat_warn("%ld sequences longer than %d tokens were cut", d.n_truncated, s.T + 1);
+
+    hat_out *mo = metrics ? out_open(metrics) : NULL;
+    if (metrics && !mo) { train_data_free(&d); ckpt_free(&k); return EXIT_FAIL; }
+    int tty = isatty(2), rc = 0;
+    double t0 = now();
+    long end = s.step + steps;
+    while (s.step < end && !rc) {
+        double ts = now();
+        train_result r;
+        train_step(m, k.opt_m, k.opt_v, &d, &s, &r);
+        double dt = now() - ts, tps = r.tokens / (dt > 0 ? dt : 1e-9);
+        if (mo) {
+            json_t *j = json_pack("{s:I,s:f,s:f,s:f,s:I,s:f}", "step", (json_int_t)s.step, "loss", r.loss,
+                                  "lr", (double)r.lr, "grad_norm", r.grad_norm, "tokens", (json_int_t)r.tokens,
+                                  "tokens_per_s", tps);
+            rc = out_json(mo, j);
+            json_decref(j);
+        }
+        if (tty) {
+            long left = end - s.step;
+            double eta = (now() - t0) / (steps - left) * left;
+            fprintf(stderr, "\rstep %ld/%ld  loss %.4f  lr %.2e  |g| %.3f  %.0f tok/s  ETA %.0fs   ",
+                    s.step, end, r.loss, r.lr, r.grad_norm, tps, eta);
+        }
+        if (save_every && s.step % save_every == 0 && s.step < end) rc = save(&k, &s, c.output);
+    }
+    if (tty) fputc('\n', stderr);
+    if (mo) { if (rc) out_abort(mo); else rc = out_close(mo); }
+    if (!rc) rc = save(&k, &s, c.output);
+    train_data_free(&d);
+    ckpt_free(&k);
+    return rc ? EXIT_FAIL : EXIT_OK;
+}

@@ -1,0 +1,365 @@
+/* ckpt.c — .ckpt tar bundles (libarchive) and Hugging Face directories. */
+#include "ckpt.h"
+#include "jsonl.h"
+#include "util.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------ tensors */
+
+int model_read_tensors(const model *m, float *base, const st_file *f, const char *suffix)
+{
+    int matched = 0;
+    for (int i = 0; i < m->n_tensors; i++) {
+        const model_tensor *mt = &m->tensors[i];
+        char *name = xasprintf("%s%s", mt->name, suffix);
+        const st_tensor *t = st_find(f, name);
+        if (!t) {
+            hat_errat(f->name, 0, "missing tensor %s", name);
+            free(name);
+            return -1;
+        }
+        int ok = t->ndim == mt->ndim && t->shape[0] == mt->shape[0] &&
+                 (mt->ndim == 1 || t->shape[1] == mt->shape[1]);
+        if (!ok) {
+            char got[128] = "", *p = got;
+            for (int d = 0; d < t->ndim && p < got + 100; d++)
+                p += sprintf(p, "%s%lld", d ? "," : "", (long long)t->shape[d]);
+            if (mt->ndim == 1)
+                hat_errat(f->name, 0, "tensor %s: shape [%s], config.json wants [%d]", name, got, mt->shape[0]);
+            else
+                hat_errat(f->name, 0, "tensor %s: shape [%s], config.json wants [%d,%d]", name, got,
+                          mt->shape[0], mt->shape[1]);
+            free(name);
+            return -1;
+        }
+        st_read_f32(f, t, base + mt->offset);
+        matched++;
+        free(name);
+    }
+    for (int i = 0; i < f->n; i++) {
+        /* A tied checkpoint may still carry lm_head (HF ignores it). */
+        if (m->cfg.tie_word_embeddings && !*suffix && !strcmp(f->t[i].name, "lm_head.weight")) continue;
+        size_t sl = strlen(suffix), nl = strlen(f->t[i].name);
+        int ours = nl > sl && !strcmp(f->t[i].name + nl - sl, suffix);
+        char *bare = xstrndup(f->t[i].name, nl - (ours ? sl : 0));
+        int known = ours && model_find(m, bare);
+        free(bare);
+        if (!known) {
+            hat_errat(f->name, 0, "unexpected tensor %s (not in this config)", f->t[i].name);
+            return -1;
+        }
+    }
+    (void)matched;
+    return 0;
+}
+
+unsigned char *model_write_tensors(const model *m, const float *base, int dtype,
+                                   const char *suffix, size_t *len)
+{
+    st_entry *e = xcalloc(m->n_tensors + 1, sizeof *e);
+    char **names = xcalloc(m->n_tensors + 1, sizeof *names);
+    for (int i = 0; i < m->n_tensors; i++) {
+        const model_tensor *t = &m->tensors[i];
+        names[i] = xasprintf("%s%s", t->name, suffix);
+        e[i].name = names[i];
+        e[i].ndim = t->ndim;
+        e[i].shape[0] = t->shape[0];
+        e[i].shape[1] = t->shape[1];
+        e[i].data = base + t->offset;
+    }
+    json_t *meta = json_pack("{s:s}", "format", "pt");
+    unsigned char *buf = st_serialize(e, m->n_tensors, dtype, meta, len);
+    json_decref(meta);
+    for (int i = 0; i < m->n_tensors; i++) free(names[i]);
+    free(names);
+    free(e);
+    return buf;
+}
+
+/* ------------------------------------------------------------ members */
+
+enum { M_CONFIG, M_MODEL, M_TOKENIZER, M_OPTIM, M_STATE, N_MEMBERS };
+static const char *member_names[N_MEMBERS] = {
+    "config.json", "model.safetensors", "tokenizer.json", "optimizer.safetensors", "trainer_state.json",
+};
+
+typedef struct { unsigned char *buf[N_MEMBERS]; size_t len[N_MEMBERS]; } members;
+
+static void members_free(members *s)
+{
+    for (int i = 0; i < N_MEMBERS; i++) free(s->buf[i]);
+}
+
+int ckpt_is_dir(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+static int read_dir(members *s, const char *dir)
+{
+    for (int i = 0; i < N_MEMBERS; i++) {
+        char *p = xasprintf("%s/%s", dir, member_names[i]);
+        if (access(p, F_OK) == 0) {
+            s->buf[i] = (unsigned char *)read_file(p, &s->len[i]);
+            if (!s->buf[i]) { free(p); return -1; }
+        }
+        free(p);
+    }
+    return 0;
+}
+
+static int read_tar(members *s, const char *path)
+{
+    struct archive *a = archive_read_new();
+    archive_read_support_format_tar(a);
+    archive_read_support_filter_all(a);
+    int rc = -1;
+    if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
+        hat_errat(path, 0, "cannot open checkpoint: %s", archive_error_string(a));
+        goto out;
+    }
+    struct archive_entry *e;
+    int r;
+    while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+        const char *name = archive_entry_pathname(e);
+        if (!strncmp(name, "./", 2)) name += 2;
+        int k = -1;
+        for (int i = 0; i < N_MEMBERS; i++)
+            if (!strcmp(name, member_names[i])) k = i;
+        if (k < 0 || archive_entry_filetype(e) != AE_IFREG) continue;   /* extra files are ignored */
+        la_int64_t sz = archive_entry_size(e);
+        free(s->buf[k]);
+        s->buf[k] = xmalloc(sz > 0 ? (size_t)sz : 1);
+        s->len[k] = (size_t)sz;
+        la_ssize_t got = sz > 0 ? archive_read_data(a, s->buf[k], (size_t)sz) : 0;
+        if (got != sz) {
+            hat_errat(path, 0, "%s: truncated checkpoint (%s)", name,
+                      got < 0 ? archive_error_string(a) : "short member");
+            goto out;
+        }
+    }
+    if (r != ARCHIVE_EOF) {
+        hat_errat(path, 0, "truncated or corrupt checkpoint: %s", archive_error_string(a));
+        goto out;
+    }
+    rc = 0;
+out:
+    archive_read_free(a);
+    return rc;
+}
+
+/* ------------------------------------------------------------ load */
+
+void ckpt_free(ckpt *c)
+{
+    model_free(c->m);
+    free(c->tokenizer);
+    free(c->opt_m);
+    free(c->opt_v);
+    json_decref(c->state);
+    memset(c, 0, sizeof *c);
+}
+
+static int load_members(ckpt *c, members *s, const char *path)
+{
+    char *name = NULL;
+    if (!s->buf[M_CONFIG]) { hat_errat(path, 0, "no config.json in checkpoint"); return -1; }
+    if (!s->buf[M_MODEL]) { hat_errat(path, 0, "no model.safetensors in checkpoint"); return -1; }
+    name = xasprintf("%s/config.json", path);
+    json_t *cj = json_parse_named((const char *)s->buf[M_CONFIG], s->len[M_CONFIG], name);
+    model_config cfg;
+    int bad = !cj || model_config_parse(&cfg, cj, name);
+    json_decref(cj);
+    free(name);
+    if (bad) return -1;
+    c->m = model_new(&cfg);
+
+    name = xasprintf("%s/model.safetensors", path);
+    st_file *f = st_parse(s->buf[M_MODEL], s->len[M_MODEL], name);
+    s->buf[M_MODEL] = NULL;          /* owned by f (or freed) now */
+    free(name);
+    if (!f) return -1;
+    c->dtype = f->n ? f->t[0].dtype : ST_F32;
+    bad = model_read_tensors(c->m, c->m->params, f, "");
+    st_close(f);
+    if (bad) return -1;
+
+    if (s->buf[M_TOKENIZER]) {
+        c->tokenizer = (char *)s->buf[M_TOKENIZER];
+        c->tokenizer_len = s->len[M_TOKENIZER];
+        s->buf[M_TOKENIZER] = NULL;
+    }
+    if (s->buf[M_OPTIM]) {
+        name = xasprintf("%s/optimizer.safetensors", path);
+        f = st_parse(s->buf[M_OPTIM], s->len[M_OPTIM], name);
+        s->buf[M_OPTIM] = NULL;
+        free(name);
+        if (!f) return -1;
+        c->opt_m = xcalloc(c->m->n_floats, sizeof(float));
+        c->opt_v = xcalloc(c->m->n_floats, sizeof(float));
+        /* Each moment file reads only its own suffix: check them apart. */
+        st_file g = *f;
+        st_tensor *keep = xmalloc((f->n + 1) * sizeof *keep);
+        for (int pass = 0; pass < 2 && !bad; pass++) {
+            const char *suf = pass ? ".exp_avg_sq" : ".exp_avg";
+            g.n = 0;
+            g.t = keep;
+            for (int i = 0; i < f->n; i++)
+                if (str_endswith(f->t[i].name, suf) &&
+                    (pass || !str_endswith(f->t[i].name, ".exp_avg_sq")))
+                    keep[g.n++] = f->t[i];
+            bad = model_read_tensors(c->m, pass ? c->opt_v : c->opt_m, &g, suf);
+        }
+        if (!bad && f->n != 2 * c->m->n_tensors) {
+            hat_errat(f->name, 0, "holds %d tensors, expected %d (exp_avg and exp_avg_sq of each parameter)",
+                      f->n, 2 * c->m->n_tensors);
+            bad = 1;
+        }
+        free(keep);
+        st_close(f);
+        if (bad) return -1;
+    }
+    if (s->buf[M_STATE]) {
+        name = xasprintf("%s/trainer_state.json", path);
+        c->state = json_parse_named((const char *)s->buf[M_STATE], s->len[M_STATE], name);
+        free(name);
+        if (!c->state) return -1;
+    }
+    return 0;
+}
+
+int ckpt_load(ckpt *c, const char *path)
+{
+    memset(c, 0, sizeof *c);
+    members s = { 0 };
+    int rc = ckpt_is_dir(path) ? read_dir(&s, path) : read_tar(&s, path);
+    if (!rc) rc = load_members(c, &s, path);
+    members_free(&s);
+    if (rc) ckpt_free(c);
+    return rc;
+}
+
+/* ------------------------------------------------------------ save */
+
+static void serialise(const ckpt *c, members *s, int dtype)
+{
+    json_t *cj = model_config_json(&c->m->cfg);
+    if (dtype == ST_BF16) json_object_set_new(cj, "torch_dtype", json_string("bfloat16"));
+    char *t = json_dumps(cj, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    json_decref(cj);
+    s->buf[M_CONFIG] = (unsigned char *)xasprintf("%s\n", t);
+    s->len[M_CONFIG] = strlen((char *)s->buf[M_CONFIG]);
+    free(t);
+    s->buf[M_MODEL] = model_write_tensors(c->m, c->m->params, dtype, "", &s->len[M_MODEL]);
+    if (c->tokenizer) {
+        s->buf[M_TOKENIZER] = xmalloc(c->tokenizer_len + 1);
+        memcpy(s->buf[M_TOKENIZER], c->tokenizer, c->tokenizer_len);
+        s->len[M_TOKENIZER] = c->tokenizer_len;
+    }
+    if (c->opt_m && c->opt_v) {
+        /* One file, two suffixes: serialise both halves in one table. */
+        const model *m = c->m;
+        int n = m->n_tensors;
+        st_entry *e = xcalloc(2 * n + 1, sizeof *e);
+        char **names = xcalloc(2 * n + 1, sizeof *names);
+        for (int i = 0; i < 2 * n; i++) {
+            const model_tensor *mt = &m->tensors[i % n];
+            names[i] = xasprintf("%s%s", mt->name, i < n ? ".exp_avg" : ".exp_avg_sq");
+            e[i].name = names[i];
+            e[i].ndim = mt->ndim;
+            e[i].shape[0] = mt->shape[0];
+            e[i].shape[1] = mt->shape[1];
+            e[i].data = (i < n ? c->opt_m : c->opt_v) + mt->offset;
+        }
+        s->buf[M_OPTIM] = st_serialize(e, 2 * n, ST_F32, NULL, &s->len[M_OPTIM]);
+        for (int i = 0; i < 2 * n; i++) free(names[i]);
+        free(names);
+        free(e);
+    }
+    if (c->state) {
+        char *st = json_dumps(c->state, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+        s->buf[M_STATE] = (unsigned char *)xasprintf("%s\n", st);
+        s->len[M_STATE] = strlen((char *)s->buf[M_STATE]);
+        free(st);
+    }
+}
+
+static int write_tar_fd(int fd, members *s, const char *path)
+{
+    struct archive *a = archive_write_new();
+    archive_write_set_format_pax_restricted(a);
+    int rc = -1;
+    if (archive_write_open_fd(a, fd) != ARCHIVE_OK) goto err;
+    for (int i = 0; i < N_MEMBERS; i++) {
+        if (!s->buf[i]) continue;
+        struct archive_entry *e = archive_entry_new();
+        archive_entry_set_pathname(e, member_names[i]);
+        archive_entry_set_size(e, (la_int64_t)s->len[i]);
+        archive_entry_set_filetype(e, AE_IFREG);
+        archive_entry_set_perm(e, 0644);
+        archive_entry_set_mtime(e, 0, 0);
+        int w = archive_write_header(a, e);
+        archive_entry_free(e);
+        if (w != ARCHIVE_OK) goto err;
+        if (s->len[i] && archive_write_data(a, s->buf[i], s->len[i]) != (la_ssize_t)s->len[i]) goto err;
+    }
+    if (archive_write_close(a) != ARCHIVE_OK) goto err;
+    rc = 0;
+err:
+    if (rc) hat_errat(path, 0, "cannot write checkpoint: %s", archive_error_string(a));
+    archive_write_free(a);
+    return rc;
+}
+
+int ckpt_save(const ckpt *c, const char *path, int dtype)
+{
+    members s = { 0 };
+    serialise(c, &s, dtype);
+    char *tmp = xasprintf("%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp), rc = -1;
+    if (fd < 0) {
+        hat_errat(path, 0, "cannot create temporary file: %s", strerror(errno));
+        goto out;
+    }
+    fchmod(fd, 0644);
+    rc = write_tar_fd(fd, &s, path);
+    if (!rc && fsync(fd)) { hat_errat(path, 0, "fsync: %s", strerror(errno)); rc = -1; }
+    if (close(fd) && !rc) { hat_errat(path, 0, "close: %s", strerror(errno)); rc = -1; }
+    if (!rc && rename(tmp, path)) { hat_errat(path, 0, "rename: %s", strerror(errno)); rc = -1; }
+    if (rc) unlink(tmp);
+out:
+    free(tmp);
+    members_free(&s);
+    return rc;
+}
+
+int ckpt_export_hf(const ckpt *c, const char *dir, int dtype)
+{
+    if (mkdir(dir, 0755) && errno != EEXIST) {
+        hat_errat(dir, 0, "cannot create directory: %s", strerror(errno));
+        return -1;
+    }
+    members s = { 0 };
+    ckpt pub = *c;
+    pub.opt_m = pub.opt_v = NULL;
+    pub.state = NULL;
+    serialise(&pub, &s, dtype);
+    int rc = 0;
+    for (int i = 0; i < N_MEMBERS && !rc; i++) {
+        if (!s.buf[i]) continue;
+        char *p = xasprintf("%s/%s", dir, member_names[i]);
+        rc = write_file_atomic(p, s.buf[i], s.len[i]);
+        free(p);
+    }
+    members_free(&s);
+    return rc;
+}

@@ -1,0 +1,226 @@
+/* train.c — data, batching, resumable state and the optimiser step (see train.h). */
+#include "train.h"
+#include "jsonl.h"
+#include "util.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ data */
+
+static int parse_seq(train_seq *q, json_t *v, int vocab, int T, const char *file, long line)
+{
+    json_t *ids = json_object_get(v, "ids"), *mask = json_object_get(v, "mask");
+    if (!json_is_array(ids) || json_array_size(ids) < 2) {
+        hat_errat(file, line, "need \"ids\": an array of at least 2 token ids");
+        return -1;
+    }
+    if (mask && (!json_is_array(mask) || json_array_size(mask) != json_array_size(ids))) {
+        hat_errat(file, line, "\"mask\" must be an array as long as \"ids\" (%zu)", json_array_size(ids));
+        return -1;
+    }
+    size_t n = json_array_size(ids);
+    if (n > (size_t)T + 1) n = (size_t)T + 1;
+    q->n = (int)n;
+    q->ids = xmalloc(n * sizeof(int));
+    q->mask = xmalloc(n);
+    for (size_t i = 0; i < n; i++) {
+        json_t *x = json_array_get(ids, i);
+        if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) >= vocab) {
+            hat_errat(file, line, "ids[%zu]: not a token id in [0, %d)", i, vocab);
+            return -1;
+        }
+        q->ids[i] = (int)json_integer_value(x);
+        json_t *mk = mask ? json_array_get(mask, i) : NULL;
+        if (mk && !(json_is_integer(mk) && (json_integer_value(mk) == 0 || json_integer_value(mk) == 1))) {
+            hat_errat(file, line, "mask[%zu]: must be 0 or 1", i);
+            return -1;
+        }
+        q->mask[i] = mk ? (unsigned char)json_integer_value(mk) : (i > 0);
+    }
+    return 0;
+}
+
+int train_data_load(train_data *d, const char *path, int vocab, int T, int skip_bad)
+{
+    memset(d, 0, sizeof *d);
+    jsonl_reader *r = jsonl_open(path, skip_bad);
+    if (!r) return -1;
+    json_t *v;
+    int rc, cap = 0;
+    long bad = 0;
+    while ((rc = jsonl_next(r, &v)) == 1) {
+        if (d->n == cap) {
+            cap = cap ? 2 * cap : 256;
+            d->seq = xrealloc(d->seq, cap * sizeof *d->seq);
+        }
+        train_seq q = { 0 };
+        size_t len = json_array_size(json_object_get(v, "ids"));
+        if (parse_seq(&q, v, vocab, T, jsonl_name(r), jsonl_line(r))) {
+            free(q.ids);
+            free(q.mask);
+            json_decref(v);
+            if (!skip_bad) { rc = -1; break; }
+            bad++;
+            continue;
+        }
+        if (len > (size_t)T + 1) d->n_truncated++;
+        d->seq[d->n++] = q;
+        json_decref(v);
+    }
+    const char *name = jsonl_name(r);
+    if (rc == 0 && d->n == 0) { hat_errat(name, 0, "no training sequences"); rc = -1; }
+    if (bad) hat_errat(name, 0, "skipped %ld bad lines", bad);
+    if (jsonl_close(r) || rc < 0) { train_data_free(d); return -1; }
+    return 0;
+}
+
+void train_data_free(train_data *d)
+{
+    for (long i = 0; i < d->n; i++) { free(d->seq[i].ids); free(d->seq[i].mask); }
+    free(d->seq);
+    memset(d, 0, sizeof *d);
+}
+
+/* Sequence index of global position k: epoch k/n in its own permutation.
+ * The permutation is rebuilt per call (n is small next to a step's
+ * compute), keeping train_data read-only and the order a pure function. */
+static long seq_at(const train_data *d, uint64_t seed, long k, long **perm, long *perm_epoch)
+{
+    long e = k / d->n;
+    if (*perm_epoch != e) {
+        if (!*perm) *perm = xmalloc(d->n * sizeof(long));
+        for (long i = 0; i < d->n; i++) (*perm)[i] = i;
+        rng_t r;
+        rng_derive(&r, seed, (uint64_t)e);
+        rng_shuffle(&r, *perm, d->n, sizeof(long));
+        *perm_epoch = e;
+    }
+    return (*perm)[k % d->n];
+}
+
+void train_fill_batch(const train_data *d, train_state *s, int *tokens, int *targets)
+{
+    long *perm = NULL, pe = -1;
+    int T = s->T;
+    for (int b = 0; b < s->B; b++) {
+        const train_seq *q = &d->seq[seq_at(d, s->seed, s->data_pos++, &perm, &pe)];
+        for (int t = 0; t < T; t++) {
+            tokens[b * T + t] = t < q->n ? q->ids[t] : 0;
+            targets[b * T + t] = (t + 1 < q->n && q->mask[t + 1]) ? q->ids[t + 1] : -1;
+        }
+    }
+    free(perm);
+}
+
+/* ------------------------------------------------------------ state */
+
+json_t *train_state_json(const train_state *s)
+{
+    json_t *rng = json_array();
+    for (int i = 0; i < 4; i++) {
+        char hex[24];
+        snprintf(hex, sizeof hex, "%016" PRIx64, s->rng.s[i]);
+        json_array_append_new(rng, json_string(hex));
+    }
+    const optim_config *o = &s->opt;
+    char seed[24];   /* a string: JSON integers are signed 64-bit */
+    snprintf(seed, sizeof seed, "%" PRIu64, s->seed);
+    return json_pack("{s:I,s:I,s:s,s:o,s:i,s:i,s:i,s:{s:s,s:f,s:f,s:i,s:I,s:f,s:f,s:f,s:f,s:f}}",
+        "step", (json_int_t)s->step, "data_pos", (json_int_t)s->data_pos,
+        "seed", seed, "rng", rng,
+        "batch", s->B, "seq", s->T, "accum", s->accum,
+        "optim", "schedule", optim_schedule_name(o->schedule), "lr", (double)o->lr,
+        "min_lr", (double)o->min_lr, "warmup", o->warmup, "total_steps", (json_int_t)o->total_steps,
+        "beta1", (double)o->beta1, "beta2", (double)o->beta2, "eps", (double)o->eps,
+        "weight_decay", (double)o->weight_decay, "grad_clip", (double)o->grad_clip);
+}
+
+static int num(const json_t *o, const char *k, double *out)
+{
+    json_t *v = json_object_get(o, k);
+    if (!json_is_number(v)) return -1;
+    *out = json_number_value(v);
+    return 0;
+}
+
+int train_state_parse(train_state *s, const json_t *j, const char *name)
+{
+    json_t *rng = json_object_get(j, "rng"), *o = json_object_get(j, "optim");
+    const char *seed = json_string_value(json_object_get(j, "seed"));
+    double step, pos, B, T, acc, lr, min_lr, warm, total, b1, b2, eps, wd, clip;
+    const char *sched = json_string_value(json_object_get(o, "schedule"));
+    if (num(j, "step", &step) || num(j, "data_pos", &pos) || num(j, "batch", &B) ||
+        num(j, "seq", &T) || num(j, "accum", &acc) || !seed || !json_is_array(rng) ||
+        json_array_size(rng) != 4 || !json_is_object(o) || !sched ||
+        optim_schedule_parse(sched) < 0 || num(o, "lr", &lr) || num(o, "min_lr", &min_lr) ||
+        num(o, "warmup", &warm) || num(o, "total_steps", &total) || num(o, "beta1", &b1) ||
+        num(o, "beta2", &b2) || num(o, "eps", &eps) || num(o, "weight_decay", &wd) ||
+        num(o, "grad_clip", &clip)) {
+        hat_errat(name, 0, "trainer_state.json: missing or malformed fields");
+        return -1;
+    }
+    for (int i = 0; i < 4; i++) {
+        const char *h = json_string_value(json_array_get(rng, i));
+        if (!h) { hat_errat(name, 0, "trainer_state.json: bad rng state"); return -1; }
+        s->rng.s[i] = strtoull(h, NULL, 16);
+    }
+    s->seed = strtoull(seed, NULL, 10);
+    s->step = (long)step;
+    s->data_pos = (long)pos;
+    s->B = (int)B; s->T = (int)T; s->accum = (int)acc;
+    optim_config *c = &s->opt;
+    c->schedule = optim_schedule_parse(sched);
+    c->lr = (float)lr; c->min_lr = (float)min_lr; c->warmup = (int)warm;
+    c->total_steps = (long)total; c->beta1 = (float)b1; c->beta2 = (float)b2;
+    c->eps = (float)eps; c->weight_decay = (float)wd; c->grad_clip = (float)clip;
+    return 0;
+}
+
+/* ------------------------------------------------------------ step */
+
+/* Targets that the MTP head sees in a micro-batch: targets[t+1], t+1 < T. */
+static long count_targets(const int *tgt, int B, int T, long *mtp)
+{
+    long n = 0, k = 0;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            if (tgt[b * T + t] >= 0) { n++; if (t > 0) k++; }
+    *mtp = k;
+    return n;
+}
+
+void train_step(model *m, float *exp_avg, float *exp_avg_sq, const train_data *d,
+                train_state *s, train_result *r)
+{
+    int B = s->B, T = s->T, A = s->accum;
+    size_t N = (size_t)B * T;
+    int *tok = xmalloc(A * N * sizeof(int)), *tgt = xmalloc(A * N * sizeof(int));
+    long total = 0, total_mtp = 0;
+    for (int a = 0; a < A; a++) {
+        long k;
+        train_fill_batch(d, s, tok + a * N, tgt + a * N);
+        total += count_targets(tgt + a * N, B, T, &k);
+        total_mtp += k;
+    }
+    model_alloc_grads(m);
+    model_zero_grad(m);
+    float ms = total ? 1.0f / total : 0;
+    float ts = total_mtp ? m->cfg.mtp_loss_weight / total_mtp : 0;
+    double loss = 0, mtp_loss = 0;
+    for (int a = 0; a < A; a++) {
+        model_forward(m, tok + a * N, tgt + a * N, B, T);
+        loss += m->loss_sum;
+        mtp_loss += m->mtp_loss_sum;
+        model_backward(m, ms, ts);
+    }
+    r->loss = (total ? loss / total : 0) + (total_mtp ? m->cfg.mtp_loss_weight * mtp_loss / total_mtp : 0);
+    r->tokens = total;
+    r->lr = optim_lr(&s->opt, s->step);
+    r->grad_norm = grad_clip(m, s->opt.grad_clip);
+    adamw_step(m, exp_avg, exp_avg_sq, &s->opt, r->lr, s->step + 1);
+    s->step++;
+    free(tok);
+    free(tgt);
+}

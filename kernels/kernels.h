@@ -1,0 +1,105 @@
+/* kernels.h — the compute interface every back end implements.
+ *
+ * One free function per operation and direction, llm.c style:
+ *   - arguments in one order everywhere: outputs first, then saved
+ *     activations / inputs, then weights, then sizes;
+ *   - forward functions overwrite their outputs;
+ *   - backward functions ACCUMULATE (+=) into every gradient they touch,
+ *     so a single zero-grad clears a step and shared tensors (tied
+ *     embeddings, grouped-query K/V) just add up.
+ * Tensors are row-major float32.  Weight matrices use the Hugging Face
+ * layout (out_features, in_features), so y = x W^T.
+ * Shape letters: N rows (= B*T tokens), C model width, OC output width,
+ * B batch, T sequence, H query heads, KV key/value heads, D head_dim,
+ * V vocabulary, I MLP width.
+ *
+ * kernels/cpu/ implements this with OpenMP and OpenBLAS sgemm; a CUDA
+ * back end implements the same names.  Nothing here allocates. */
+#ifndef HAT_KERNELS_H
+#define HAT_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* out (N,OC) = inp (N,C) W^T, W (OC,C).  beta=0: overwrite; 1: add. */
+void matmul_forward(float *out, const float *inp, const float *w,
+                    int N, int C, int OC, float beta);
+/* dinp += dout W ; dw += dout^T inp.  Either gradient may be NULL. */
+void matmul_backward(float *dinp, float *dw, const float *dout,
+                     const float *inp, const float *w, int N, int C, int OC);
+
+/* out = w * x / sqrt(mean(x^2) + eps) over each of N rows of C; rstd (N)
+ * saved for backward.  out may equal inp (in place). */
+void rmsnorm_forward(float *out, float *rstd, const float *inp,
+                     const float *w, int N, int C, float eps);
+void rmsnorm_backward(float *dinp, float *dw, const float *dout,
+                      const float *inp, const float *w, const float *rstd,
+                      int N, int C);
+
+/* RoPE tables: cos/sin (P, D/2) for positions 0..P-1,
+ * inv_freq[j] = theta^(-2j/D) (angles in double, then float). */
+void rope_table(float *cos_t, float *sin_t, int P, int D, double theta);
+/* In place rotation of x (N, nh, D) by position pos[n] (Hugging Face
+ * rotate-half: pairs (j, j+D/2)).  Backward rotates by the negative
+ * angle (the map is orthogonal) — dx is rotated in place too. */
+void rope_forward(float *x, const int *pos, const float *cos_t,
+                  const float *sin_t, int N, int nh, int D);
+void rope_backward(float *dx, const int *pos, const float *cos_t,
+                   const float *sin_t, int N, int nh, int D);
+
+/* Causal grouped-query attention over B sequences of T tokens.
+ * q (B,T,H,D), k/v (B,T,KV,D), out (B,T,H,D), att (B,H,T,T) softmax
+ * probabilities (row t only columns <= t are written/valid).
+ * Query head h reads kv head h / (H/KV); scale = D^-0.5. */
+void attention_forward(float *out, float *att, const float *q,
+                       const float *k, const float *v,
+                       int B, int T, int H, int KV, int D);
+/* datt is (B,H,T,T) scratch.  dq/dk/dv accumulate. */
+void attention_backward(float *dq, float *dk, float *dv, float *datt,
+                        const float *dout, const float *att,
+                        const float *q, const float *k, const float *v,
+                        int B, int T, int H, int KV, int D);
+
+/* One decoding step against a cache: q (H,D) for the token at position
+ * n_ctx-1 whose k/v are already stored at kc/vc (S, KV, D) rows
+ * 0..n_ctx-1.  out (H,D); scratch (n_ctx) floats per head, i.e.
+ * H*n_ctx in total. */
+void attention_decode(float *out, float *scratch, const float *q,
+                      const float *kc, const float *vc, int n_ctx,
+                      int H, int KV, int D);
+
+/* SwiGLU: out = silu(gate) * up, all (N). */
+void swiglu_forward(float *out, const float *gate, const float *up, size_t N);
+void swiglu_backward(float *dgate, float *dup, const float *dout,
+                     const float *gate, const float *up, size_t N);
+
+/* out (N,C) = wte[tokens[n]]; backward adds rows into dwte (V,C). */
+void embedding_forward(float *out, const int *tokens, const float *wte,
+                       int N, int C);
+void embedding_backward(float *dwte, const float *dout, const int *tokens,
+                        int N, int C);
+
+/* Softmax cross-entropy over logits (N,V).  targets[n] < 0 = no loss.
+ * losses[n] gets -log p(target) (0 where ignored).  If dlogits is not
+ * NULL it is OVERWRITTEN (it may alias logits) with
+ * scale * (softmax - onehot) on counted rows and 0 elsewhere. */
+void crossentropy_forward_backward(float *losses, float *dlogits,
+                                   const float *logits, const int *targets,
+                                   int N, int V, float scale);
+
+/* out = a + b (N). */
+void add_forward(float *out, const float *a, const float *b, size_t N);
+
+/* AdamW on n values: m,v moments; decoupled decay wd*lr*p; bias
+ * correction with step t (1-based).  Gradients already scaled. */
+void adamw_update(float *p, float *m, float *v, const float *g, size_t n,
+                  float lr, float beta1, float beta2, float eps, float wd,
+                  int t);
+
+/* Sum of squares of n values, in double, with a fixed summation order
+ * (deterministic for a given n regardless of threads). */
+double sumsq(const float *x, size_t n);
+/* x *= s. */
+void scale_inplace(float *x, size_t n, float s);
+
+#endif
