@@ -9,7 +9,7 @@
 #   ONLY      run only tests whose name contains this string
 top=$(cd "$(dirname "$0")/.." && pwd)
 : "${HAT_BIN:=$top/bin}" "${HAT_UNIT:=$top/build/rel/tests}"
-export HAT_BIN HAT_TOP="$top" HAT_DATA="$top/data" HAT_SHARED="$top/../shared"
+export HAT_BIN HAT_TOP="$top" HAT_DATA="$top/data" HAT_SHARED="${HAT_SHARED:-$top/../shared}"
 export PATH="$HAT_BIN:$PATH" LC_ALL=C.UTF-8 OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-Haswell}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}" UBSAN_OPTIONS="print_stacktrace=1"
 # One directory per run, so concurrent runs do not clobber each other;
