@@ -2,7 +2,9 @@
  * Each record's text field is replaced by an array of ids; other fields
  * are kept in place.  With --lines the input is plain text, one record per
  * line.  The encoding itself is common/tokenizer.c. */
+#include "chat_encode.h"
 #include "cli.h"
+#include "harness.h"
 #include "jsonl.h"
 #include "tokenizer.h"
 #include "util.h"
@@ -18,11 +20,15 @@ static const char usage[] =
     "      --ids-field NAME  field to write the ids to (default ids)\n"
     "      --keep-text       keep the text field as well\n"
     "      --lines           input is plain UTF-8 text, one record per line\n"
+    "      --chat            training records ({\"text\"} or {\"messages\"}, with an\n"
+    "                        inline or --harness harness) to {\"id\",\"ids\",\"mask\"}:\n"
+    "                        mask 1 exactly on tokens the assistant wrote\n"
+    "      --harness H       harness for conversations without an inline one\n"
     "  -o, --output FILE     write here instead of stdout\n"
     "      --skip-bad        skip bad records and report how many\n"
     "  -h, --help            this help;  --version  the version\n";
 
-enum { OPT_FIELD = 1, OPT_IDS_FIELD, OPT_KEEP, OPT_LINES };
+enum { OPT_FIELD = 1, OPT_IDS_FIELD, OPT_KEEP, OPT_LINES, OPT_CHAT, OPT_HARNESS };
 
 static const struct option long_opts[] = {
     { "tokenizer", required_argument, NULL, 't' },
@@ -30,13 +36,16 @@ static const struct option long_opts[] = {
     { "ids-field", required_argument, NULL, OPT_IDS_FIELD },
     { "keep-text", no_argument,       NULL, OPT_KEEP },
     { "lines",     no_argument,       NULL, OPT_LINES },
+    { "chat",      no_argument,       NULL, OPT_CHAT },
+    { "harness",   required_argument, NULL, OPT_HARNESS },
     { 0 },
 };
 
 typedef struct {
     const tokenizer *tok;
     const char *field, *ids_field;
-    int keep, skip_bad;
+    const json_t *harness;
+    int keep, skip_bad, chat;
     long bad;
     hat_out *out;
 } job;
@@ -76,9 +85,31 @@ static json_t *rebuild(const job *j, json_t *rec, json_t *ids)
     return o;
 }
 
+/* --chat: {"id"?, "ids", "mask"} through the one chat encoder. */
+static int do_chat(job *j, const char *file, long line, json_t *rec)
+{
+    tok_ids ids = { 0 }, mask = { 0 };
+    char *err = NULL;
+    if (record_encode(j->tok, rec, j->harness, &ids, &mask, &err)) {
+        hat_errat(file, line, "%s", err);
+        free(err);
+        return 1;
+    }
+    json_t *o = json_object(), *id = json_object_get(rec, "id");
+    if (id) json_object_set(o, "id", id);
+    json_object_set_new(o, "ids", ids_json(&ids));
+    json_object_set_new(o, "mask", ids_json(&mask));
+    int rc = out_json(j->out, o);
+    json_decref(o);
+    tok_ids_free(&ids);
+    tok_ids_free(&mask);
+    return rc ? -1 : 0;
+}
+
 /* 0 = done, 1 = bad record (counted or fatal by the caller). */
 static int do_record(job *j, const char *file, long line, json_t *rec)
 {
+    if (j->chat) return do_chat(j, file, line, rec);
     json_t *text = json_object_get(rec, j->field);
     if (!json_is_string(text)) {
         hat_errat(file, line, "no string field \"%s\"", j->field);
@@ -143,7 +174,7 @@ int main(int argc, char **argv)
     cli_init(argc, argv);
     cli_spec spec = { usage, "t:", long_opts };
     cli_common c = { 0 };
-    const char *tok_path = NULL;
+    const char *tok_path = NULL, *hpath = NULL;
     job j = { .field = "text", .ids_field = "ids" };
     int lines = 0, opt;
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
@@ -153,11 +184,17 @@ int main(int argc, char **argv)
         case OPT_IDS_FIELD: j.ids_field = optarg; break;
         case OPT_KEEP: j.keep = 1; break;
         case OPT_LINES: lines = 1; break;
+        case OPT_CHAT: j.chat = 1; break;
+        case OPT_HARNESS: hpath = optarg; break;
         }
     }
     if (!tok_path) cli_usage_error(&spec, "--tokenizer FILE is required");
     if (j.keep && !strcmp(j.field, j.ids_field))
         cli_usage_error(&spec, "--keep-text needs --field and --ids-field to differ");
+    if (lines && j.chat) cli_usage_error(&spec, "--lines and --chat exclude each other");
+    json_t *h = NULL;
+    if (hpath && !(h = harness_load(hpath))) return EXIT_FAIL;
+    j.harness = h;
     char *err;
     tokenizer *tok = tok_load(tok_path, &err);
     if (!tok) { hat_errat(tok_path, 0, "%s", err); free(err); return EXIT_FAIL; }
@@ -174,5 +211,6 @@ int main(int argc, char **argv)
     else if (out_close(j.out)) status = 1;
     if (j.bad) hat_warn("skipped %ld bad record%s", j.bad, j.bad == 1 ? "" : "s");
     tok_free(tok);
+    json_decref(h);
     return status ? EXIT_FAIL : EXIT_OK;
 }

@@ -108,3 +108,19 @@ has "unsupported normalizer named" "$T/.err" 'lower.json: normalizer "Lowercase"
 jq '.post_processor = {"type": "TemplateProcessing"}' "$T/tok.json" >"$T/tp.json"
 fails "post-processor adding tokens exits 1" 1 tok-decode -t "$T/tp.json" "$T/f2.out"
 has "post-processor named" "$T/.err" 'post_processor "TemplateProcessing" is not supported'
+
+# --- chat encoding: ids + loss mask -------------------------------------------
+printf '%s\n' '{"id":"c1","messages":[{"role":"user","content":"Lily: hi"},{"role":"assistant","content":"@Lily hello!"}]}' \
+    '{"id":"c2","text":"plain text"}' >"$T/chat.jsonl"
+ok "tok-encode --chat with a harness" tok-encode --chat -t "$Q" --harness "$HAT_TOP/examples/harness" -o "$T/chat-ids.jsonl" "$T/chat.jsonl"
+jq -e -s 'all(.[]; (.ids|length) == (.mask|length))' "$T/chat-ids.jsonl" >/dev/null && pass "mask as long as ids" || flunk "mask as long as ids"
+# The masked tokens of the conversation decode to the reply and its end-of-turn
+# token (the template's empty think block of the last turn included, man 5 chat).
+jq -c '{ids: [.ids as $i | .mask | to_entries[] | select(.value == 1) | $i[.key]]}' "$T/chat-ids.jsonl" | head -1 >"$T/masked.jsonl"
+tok-decode -t "$Q" "$T/masked.jsonl" >"$T/masked-text.jsonl"
+has "only the reply is masked in" "$T/masked-text.jsonl" '^\{"text":"<think>\\n\\n</think>\\n\\n@Lily hello!<\|im_end\|>"\}$'
+has "text records are all targets" "$T/chat-ids.jsonl" '"id":"c2","ids":\[[0-9,]+\],"mask":\[1,1'
+printf '%s\n' '{"id":"bad","messages":[{"role":"wizard","content":"x"}]}' >"$T/badchat.jsonl"
+fails "unknown role exits 1" 1 tok-encode --chat -t "$Q" "$T/badchat.jsonl"
+has "unknown role named with file and line" "$T/.err" 'badchat.jsonl:1: .*wizard'
+fails "--lines with --chat is a usage error" 2 tok-encode --chat --lines -t "$Q"

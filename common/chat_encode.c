@@ -1,0 +1,53 @@
+/* chat_encode.c — records (text or conversations) → ids + loss mask. */
+#include "chat_encode.h"
+
+#include "chat.h"
+#include "harness.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int encode_text(const tokenizer *t, const json_t *text, tok_ids *ids, tok_ids *mask,
+                       char **err)
+{
+    size_t before = ids->n;
+    if (tok_encode(t, json_string_value(text), json_string_length(text), ids) < 0) {
+        *err = xstrdup("\"text\" is not valid UTF-8");
+        return -1;
+    }
+    for (size_t i = before; i < ids->n; i++) tok_ids_push(mask, 1);
+    return 0;
+}
+
+static int encode_chat(const tokenizer *t, const json_t *rec, const json_t *harness,
+                       tok_ids *ids, tok_ids *mask, char **err)
+{
+    const json_t *msgs = json_object_get(rec, "messages");
+    const json_t *h = json_object_get(rec, "harness");
+    if (!h) h = harness;
+    chat_text ct;
+    chat_opts o = CHAT_OPTS_INIT;
+    o.tools = json_object_get(rec, "tools");
+    if ((h ? harness_render(&ct, h, msgs, &o, err) : chat_render(&ct, msgs, &o, err)))
+        return -1;
+    tok_segment *seg = xmalloc((ct.nspans ? ct.nspans : 1) * sizeof *seg);
+    for (size_t i = 0; i < ct.nspans; i++)
+        seg[i] = (tok_segment){ ct.text + ct.spans[i].off, ct.spans[i].len, ct.spans[i].assistant };
+    int rc = tok_encode_segments(t, seg, ct.nspans, ids, mask);
+    if (rc < 0) *err = xstrdup("conversation is not valid UTF-8");
+    free(seg);
+    chat_text_free(&ct);
+    return rc < 0 ? -1 : 0;
+}
+
+int record_encode(const tokenizer *t, const json_t *rec, const json_t *harness,
+                  tok_ids *ids, tok_ids *mask, char **err)
+{
+    const json_t *text = json_object_get(rec, "text");
+    if (json_is_string(text)) return encode_text(t, text, ids, mask, err);
+    if (json_is_array(json_object_get(rec, "messages")))
+        return encode_chat(t, rec, harness, ids, mask, err);
+    *err = xstrdup("record has neither a string \"text\" nor a \"messages\" array");
+    return -1;
+}

@@ -1,0 +1,25 @@
+/* chat_encode.h — one training record → token ids and a loss mask.
+ *
+ * The single implementation behind tok-encode --chat and every trainer:
+ *   {"text": "..."}                        plain language modelling:
+ *                                          every token is a target (mask 1)
+ *   {"messages": [...], "harness"?: {...}} a conversation rendered through
+ *                                          its inline harness (or the
+ *                                          default harness given, or with
+ *                                          no system/tools if neither) as
+ *                                          Qwen3's chat template does; mask
+ *                                          1 exactly on tokens the
+ *                                          assistant wrote (man 5 chat)
+ * mask[i] = 1 means token i is predicted by the loss. */
+#ifndef HAT_CHAT_ENCODE_H
+#define HAT_CHAT_ENCODE_H
+
+#include <jansson.h>
+
+#include "tokenizer.h"
+
+/* Appends to ids and mask (same length).  0, or -1 with *err (malloc'd). */
+int record_encode(const tokenizer *t, const json_t *rec, const json_t *harness,
+                  tok_ids *ids, tok_ids *mask, char **err);
+
+#endif

@@ -1,0 +1,139 @@
+/* test_chat_encode.c — ids + loss mask for text and conversations. */
+#include "test.h"
+#include "chat_encode.h"
+#include "harness.h"
+#include "jsonl.h"
+#include "util.h"
+
+static tokenizer *qwen3(void)
+{
+    char *p = xasprintf("%s/conformance/tokenizer/qwen3/tokenizer.json", getenv("HAT_SHARED"));
+    char *err = NULL;
+    tokenizer *t = tok_load(p, &err);
+    if (!t) fprintf(stderr, "  %s\n", err);
+    free(err);
+    free(p);
+    return t;
+}
+
+static json_t *load_cases(void)
+{
+    char *p = xasprintf("%s/conformance/chat_template/cases.jsonl", getenv("HAT_SHARED"));
+    jsonl_reader *r = jsonl_open(p, 0);
+    json_t *all = json_array(), *v;
+    while (r && jsonl_next(r, &v) == 1) json_array_append_new(all, v);
+    jsonl_close(r);
+    free(p);
+    return all;
+}
+
+/* Decoding exactly the masked tokens gives exactly the assistant spans. */
+static void mask_covers_exactly_what_the_assistant_wrote(void)
+{
+    tokenizer *t = qwen3();
+    CHECK(t != NULL);
+    if (!t) return;
+    json_t *cases = load_cases(), *c;
+    size_t i;
+    int checked = 0;
+    json_array_foreach(cases, i, c) {
+        tok_ids ids = { 0 }, mask = { 0 }, whole = { 0 };
+        char *err = NULL;
+        CHECK_EQ_INT(record_encode(t, c, NULL, &ids, &mask, &err), 0);
+        CHECK_EQ_INT(mask.n, ids.n);
+        /* The same ids as encoding the rendered text in one piece. */
+        chat_text ct;
+        chat_opts o = CHAT_OPTS_INIT;
+        o.tools = json_object_get(c, "tools");
+        CHECK_EQ_INT(chat_render(&ct, json_object_get(c, "messages"), &o, &err), 0);
+        tok_encode(t, ct.text, ct.len, &whole);
+        CHECK_EQ_INT(whole.n, ids.n);
+        if (whole.n == ids.n) CHECK(!memcmp(whole.v, ids.v, ids.n * sizeof *ids.v));
+        /* Masked tokens decode to the concatenated assistant spans. */
+        sbuf want, got;
+        sbuf_init(&want);
+        sbuf_init(&got);
+        for (size_t s = 0; s < ct.nspans; s++)
+            if (ct.spans[s].assistant) sbuf_add(&want, ct.text + ct.spans[s].off, ct.spans[s].len);
+        for (size_t k = 0; k < ids.n;) {       /* decode each run of masked tokens */
+            size_t e = k;
+            while (e < ids.n && mask.v[e] == mask.v[k]) e++;
+            if (mask.v[k]) {
+                size_t n;
+                char *piece = tok_decode(t, &ids.v[k], e - k, 0, &n);
+                sbuf_add(&got, piece, n);
+                free(piece);
+            }
+            k = e;
+        }
+        CHECK_STR(got.s ? got.s : "", want.s ? want.s : "");
+        checked++;
+        sbuf_free(&want);
+        sbuf_free(&got);
+        chat_text_free(&ct);
+        tok_ids_free(&ids);
+        tok_ids_free(&mask);
+        tok_ids_free(&whole);
+    }
+    CHECK(checked >= 30);
+    json_decref(cases);
+    tok_free(t);
+}
+
+static void text_records_are_all_targets(void)
+{
+    tokenizer *t = qwen3();
+    if (!t) { CHECK(0); return; }
+    json_t *rec = json_pack("{s:s}", "text", "Hello world, 直播间 ¥129");
+    tok_ids ids = { 0 }, mask = { 0 };
+    char *err = NULL;
+    CHECK_EQ_INT(record_encode(t, rec, NULL, &ids, &mask, &err), 0);
+    CHECK(ids.n > 3);
+    for (size_t k = 0; k < mask.n; k++) CHECK_EQ_INT(mask.v[k], 1);
+    json_decref(rec);
+    tok_ids_free(&ids);
+    tok_ids_free(&mask);
+    tok_free(t);
+}
+
+static void harness_records_render_the_system_prompt(void)
+{
+    tokenizer *t = qwen3();
+    char *hp = xasprintf("%s/examples/harness", getenv("HAT_TOP"));
+    json_t *h = harness_load(hp);
+    CHECK(t && h);
+    if (!t || !h) return;
+    json_t *rec = json_pack("{s:[{s:s,s:s},{s:s,s:s}]}", "messages", "role", "user", "content",
+                            "Lily: hi", "role", "assistant", "content", "@Lily hello!");
+    tok_ids ids = { 0 }, mask = { 0 };
+    char *err = NULL;
+    CHECK_EQ_INT(record_encode(t, rec, h, &ids, &mask, &err), 0);
+    size_t n;
+    char *text = tok_decode(t, ids.v, ids.n, 0, &n);
+    CHECK(strstr(text, "load_skill") != NULL);       /* the harness's tools are there */
+    CHECK(strstr(text, "You are Mia") != NULL);      /* and its persona block */
+    long ones = 0;
+    for (size_t k = 0; k < mask.n; k++) ones += mask.v[k];
+    CHECK(ones > 0 && ones < (long)mask.n / 10);     /* the reply only */
+    free(text);
+    json_decref(rec);
+    /* A record that is neither text nor messages is refused. */
+    rec = json_pack("{s:i}", "ids", 3);
+    CHECK_EQ_INT(record_encode(t, rec, h, &ids, &mask, &err), -1);
+    CHECK(err && strstr(err, "neither"));
+    free(err);
+    json_decref(rec);
+    json_decref(h);
+    free(hp);
+    tok_ids_free(&ids);
+    tok_ids_free(&mask);
+    tok_free(t);
+}
+
+int main(void)
+{
+    RUN(mask_covers_exactly_what_the_assistant_wrote);
+    RUN(text_records_are_all_targets);
+    RUN(harness_records_render_the_system_prompt);
+    TEST_MAIN_END();
+}
