@@ -1,0 +1,439 @@
+/* hsa.c — harness-state augmentation: options, the order of the five
+ * dimensions, and one record in → one variant out.
+ *
+ * A variant is drawn from its own random stream, rng_derive(seed, i*K+k),
+ * so the output for input i and variant k never depends on batching or on
+ * the other records.  With a trajectory the harness is rewritten knowing
+ * what the trajectory needs (hsa_needs), then the messages are relabelled
+ * to the new surface forms; anything that cannot be kept correct is
+ * flagged meta.hsa_valid=false with a reason rather than emitted silently. */
+#include "hsa.h"
+#include "harness.h"
+#include "jsonl.h"
+#include "util.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *const hsa_dim_names[HSA_NDIMS] = {
+    "skill-id", "skill-content", "tools", "prompt", "hooks"
+};
+
+void hsa_opts_default(hsa_opts *o)
+{
+    for (int d = 0; d < HSA_NDIMS; d++) o->p[d] = 0.5;
+    o->mix = 0;
+}
+
+int hsa_opts_dims(hsa_opts *o, const char *list, double p, const char **bad)
+{
+    static char badbuf[64];
+    double np[HSA_NDIMS] = { 0 };
+    char *copy = xstrdup(list), *save = NULL;
+    for (char *t = strtok_r(copy, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int d = 0;
+        if (!strcmp(t, "all")) {
+            for (d = 0; d < HSA_NDIMS; d++) np[d] = p;
+            continue;
+        }
+        while (d < HSA_NDIMS && strcmp(t, hsa_dim_names[d])) d++;
+        if (d == HSA_NDIMS) {
+            snprintf(badbuf, sizeof badbuf, "%s", t);
+            *bad = badbuf;
+            free(copy);
+            return -1;
+        }
+        np[d] = p;
+    }
+    free(copy);
+    memcpy(o->p, np, sizeof np);
+    return 0;
+}
+
+void hsa_op(hsa_ctx *c, int dim, const char *op, ...)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "dim", json_string(hsa_dim_names[dim]));
+    json_object_set_new(o, "op", json_string(op));
+    va_list ap;
+    va_start(ap, op);
+    const char *k;
+    while ((k = va_arg(ap, const char *))) {
+        json_t *val = va_arg(ap, json_t *);
+        json_object_set_new(o, k, val ? val : json_null());
+    }
+    va_end(ap);
+    json_array_append_new(c->ops, o);
+}
+
+json_t *hsa_taken_names(const json_t *h)
+{
+    json_t *t = json_object();
+    const char *lists[] = { "skills", "tools" };
+    for (int l = 0; l < 2; l++) {
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(h, lists[l]), i, e) {
+            const char *n = json_string_value(json_object_get(e, "name"));
+            if (n) json_object_set_new(t, n, json_true());
+        }
+    }
+    const char *ln = harness_loader_name(h);
+    if (ln) json_object_set_new(t, ln, json_true());
+    return t;
+}
+
+json_t *hsa_augment_harness(const hsa_vocab *v, const hsa_opts *o, rng_t *r,
+                            const json_t *h, const hsa_needs *need,
+                            json_t *ops, json_t **skill_map, const char **invalid)
+{
+    hsa_ctx c = {
+        .v = v, .o = o, .r = r, .h = json_deep_copy(h), .ops = ops, .need = need,
+        .skill_map = json_object(),
+    };
+    /* Fixed order: skill surface first (masking looks at the old names),
+     * then content, tools, prompt and hooks. */
+    if (o->p[HSA_SKILL_ID] > 0) hsa_skill_ids(&c);
+    if (o->p[HSA_SKILL_CONTENT] > 0) hsa_skill_content(&c);
+    if (o->p[HSA_TOOLS] > 0) hsa_tools(&c);
+    if (o->p[HSA_PROMPT] > 0) hsa_prompt(&c);
+    if (o->p[HSA_HOOKS] > 0) hsa_hooks(&c);
+    if (skill_map) *skill_map = c.skill_map;
+    else json_decref(c.skill_map);
+    if (invalid) *invalid = c.invalid;
+    return c.h;
+}
+
+/* ---- records -------------------------------------------------------------- */
+
+/* The last inline harness seen: consecutive records of one traj file
+ * usually carry the same harness, so its lookups are done once. */
+struct hsa_cache {
+    json_t *h;
+};
+
+hsa_cache *hsa_cache_new(void) { return xcalloc(1, sizeof(hsa_cache)); }
+
+void hsa_cache_free(hsa_cache *c)
+{
+    if (!c) return;
+    json_decref(c->h);
+    free(c);
+}
+
+static json_t *make_meta(const json_t *old, json_t *ops, const hsa_vocab *v,
+                         uint64_t seed, uint64_t stream, const char *invalid)
+{
+    json_t *m = json_is_object(old) ? json_copy((json_t *)old) : json_object();
+    json_t *prev = json_object_get(m, "hsa");
+    json_t *all = json_is_array(prev) ? json_copy(prev) : json_array();
+    json_array_extend(all, ops);
+    json_object_set_new(m, "hsa", all);
+    json_object_set_new(m, "hsa_seed", json_integer((json_int_t)seed));
+    json_object_set_new(m, "hsa_stream", json_integer((json_int_t)stream));
+    json_object_set_new(m, "hsa_vocab", json_string(hsa_vocab_name(v)));
+    json_object_set_new(m, "hsa_valid", json_boolean(!invalid));
+    if (invalid) json_object_set_new(m, "hsa_reason", json_string(invalid));
+    else json_object_del(m, "hsa_reason");
+    return m;
+}
+
+static json_t *variant_id(const json_t *id, const json_t *h, int k)
+{
+    const char *s = json_string_value(id);
+    if (!s) s = json_string_value(json_object_get(h, "name"));
+    return json_sprintf("%s-hsa%d", s ? s : "harness", k);
+}
+
+json_t *hsa_augment_record(hsa_cache *cache, const hsa_vocab *v, const hsa_opts *o,
+                           const json_t *rec, const json_t *deflt,
+                           uint64_t seed, uint64_t stream, int k, const char **err)
+{
+    *err = NULL;
+    const json_t *oldh = rec ? json_object_get(rec, "harness") : NULL;
+    if (rec && !json_is_object(rec)) { *err = "record is not a JSON object"; return NULL; }
+    if (oldh && !json_is_object(oldh)) { *err = "\"harness\" is not an object"; return NULL; }
+    if (!oldh) oldh = deflt;
+    if (!oldh) { *err = "record has no inline harness and no --harness was given"; return NULL; }
+    const json_t *msgs = rec ? json_object_get(rec, "messages") : NULL;
+    if (rec && !json_is_array(msgs)) { *err = "record has no \"messages\" array"; return NULL; }
+    if (cache) {   /* one canonical copy of a repeated harness */
+        if (!cache->h || (cache->h != oldh && !json_equal(cache->h, (json_t *)oldh))) {
+            json_decref(cache->h);
+            cache->h = json_incref((json_t *)oldh);
+        }
+        oldh = cache->h;
+    }
+
+    rng_t r;
+    rng_derive(&r, seed, stream);
+    int keep = o->mix > 0 && rng_chance(&r, o->mix);
+    hsa_needs need, *np = NULL;
+    const char *invalid = NULL;
+    if (rec) {
+        if (hsa_needs_scan(&need, rec, oldh, err) < 0) return NULL;
+        np = &need;
+        if (need.final_over) invalid = "the final reply already breaks the harness's limits";
+    }
+    json_t *ops = json_array(), *map = NULL, *newh;
+    if (keep) newh = json_deep_copy(oldh);
+    else {
+        const char *inv2 = NULL;
+        newh = hsa_augment_harness(v, o, &r, oldh, np, ops, &map, &inv2);
+        if (!invalid) invalid = inv2;
+    }
+    json_t *newmsgs = NULL;
+    if (rec) {
+        newmsgs = json_deep_copy(msgs);
+        const char *why = NULL;
+        if (!keep && hsa_relabel(newmsgs, oldh, newh, map, &why) < 0 && !invalid) invalid = why;
+        hsa_needs_free(&need);
+    }
+    json_decref(map);
+
+    json_t *out = json_object();
+    if (rec) {
+        const char *key;
+        json_t *val;
+        json_object_foreach((json_t *)rec, key, val) {
+            if (!strcmp(key, "id")) json_object_set_new(out, key, variant_id(val, oldh, k));
+            else if (!strcmp(key, "harness")) json_object_set(out, key, newh);
+            else if (!strcmp(key, "messages")) json_object_set(out, key, newmsgs);
+            else if (!strcmp(key, "meta")) continue;
+            else json_object_set(out, key, val);
+        }
+        if (!json_object_get(out, "harness")) json_object_set(out, "harness", newh);
+        json_object_set_new(out, "meta", make_meta(json_object_get(rec, "meta"), ops, v,
+                                                   seed, stream, invalid));
+    } else {
+        json_object_set_new(out, "id", variant_id(NULL, oldh, k));
+        json_object_set(out, "harness", newh);
+        json_object_set_new(out, "meta", make_meta(NULL, ops, v, seed, stream, invalid));
+    }
+    json_decref(newh);
+    json_decref(newmsgs);
+    json_decref(ops);
+    return out;
+}
+
+static int word_char(char ch)
+{
+    return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+           ch == '_' || ch == '-';
+}
+
+char *hsa_replace_word(const char *s, const char *from, const char *to)
+{
+    sbuf b;
+    sbuf_init(&b);
+    sbuf_puts(&b, "");
+    size_t fl = strlen(from);
+    const char *p = s;
+    while (fl) {
+        const char *q = strstr(p, from);
+        if (!q) break;
+        int left = q == s || !word_char(q[-1]), right = !word_char(q[fl]);
+        sbuf_add(&b, p, (size_t)(q - p));
+        if (left && right) sbuf_puts(&b, to);
+        else sbuf_add(&b, q, fl);
+        p = q + fl;
+    }
+    sbuf_puts(&b, p);
+    return sbuf_detach(&b);
+}
+
+/* Records are independent (each variant has its own stream), so a batch is
+ * augmented in parallel and written in input order: the bytes do not
+ * depend on the thread count.  Each thread keeps its own harness cache. */
+void hsa_augment_batch(const hsa_vocab *v, const hsa_opts *o, json_t *const *recs, size_t n,
+                       const json_t *deflt, uint64_t seed, uint64_t first, int K,
+                       char **lines, const char **errs)
+{
+    (void)harness_functions();   /* loaded once, before the threads */
+    #pragma omp parallel
+    {
+        hsa_cache *cache = hsa_cache_new();
+        #pragma omp for schedule(dynamic, 4)
+        for (size_t j = 0; j < n; j++) {
+            errs[j] = NULL;
+            for (int k = 0; k < K; k++) {
+                const char *err = NULL;
+                json_t *r = hsa_augment_record(cache, v, o, recs ? recs[j] : NULL, deflt, seed,
+                                               (first + j) * (uint64_t)K + (uint64_t)k, k, &err);
+                lines[j * (size_t)K + k] = r ? json_dumps(r, HAT_JSON_FLAGS) : NULL;
+                json_decref(r);
+                if (err) errs[j] = err;
+            }
+        }
+        hsa_cache_free(cache);
+    }
+}
+
+/* ---- fast input ------------------------------------------------------------ */
+
+/* Lines of a traj file (plain, .gz or stdin through zlib), with numbers.
+ * hsa-augment reads raw lines so that a repeated inline harness — almost
+ * every line of a traj file carries the same one — is parsed once
+ * (hsa_parse_record) rather than once per line. */
+#include <zlib.h>
+#include <errno.h>
+#include <unistd.h>
+
+struct hsa_reader {
+    gzFile gz;
+    char  *name, *buf;
+    size_t cap;
+    long   line;
+    /* The last inline harness: its bytes and its parsed value. */
+    char  *hraw;
+    size_t hlen;
+    json_t *h;
+};
+
+hsa_reader *hsa_reader_open(const char *path)
+{
+    int stdio = is_stdio_path(path);
+    gzFile gz = stdio ? gzdopen(dup(0), "rb") : gzopen(path, "rb");
+    if (!gz) {
+        hat_errat(stdio ? "<stdin>" : path, 0, "cannot open: %s", strerror(errno ? errno : ENOENT));
+        return NULL;
+    }
+    gzbuffer(gz, 1 << 18);
+    hsa_reader *r = xcalloc(1, sizeof *r);
+    r->gz = gz;
+    r->name = xstrdup(stdio ? "<stdin>" : path);
+    r->cap = 1 << 16;
+    r->buf = xmalloc(r->cap);
+    return r;
+}
+
+const char *hsa_reader_name(const hsa_reader *r) { return r->name; }
+
+int hsa_reader_line(hsa_reader *r, const char **line, size_t *len, long *lineno)
+{
+    for (;;) {
+        size_t n = 0;
+        r->buf[0] = 0;
+        for (;;) {
+            if (!gzgets(r->gz, r->buf + n, (int)(r->cap - n))) {
+                int errnum;
+                const char *msg = gzerror(r->gz, &errnum);
+                if (errnum != Z_OK && errnum != Z_BUF_ERROR) {
+                    hat_errat(r->name, r->line + 1, "read error: %s", msg);
+                    return -1;
+                }
+                break;
+            }
+            n += strlen(r->buf + n);
+            if (n && r->buf[n - 1] == '\n') break;
+            if (r->cap - n > 1) continue;   /* end of file without newline */
+            if (r->cap >= JSONL_MAX_LINE) {
+                hat_errat(r->name, r->line + 1, "line longer than %u bytes", JSONL_MAX_LINE);
+                return -1;
+            }
+            r->cap *= 2;
+            r->buf = xrealloc(r->buf, r->cap);
+        }
+        if (!n) return 0;
+        r->line++;
+        while (n && (r->buf[n - 1] == '\n' || r->buf[n - 1] == '\r' || r->buf[n - 1] == ' ' ||
+                     r->buf[n - 1] == '\t'))
+            n--;
+        size_t s = 0;
+        while (s < n && (r->buf[s] == ' ' || r->buf[s] == '\t')) s++;
+        if (s == n) continue;   /* blank line */
+        *line = r->buf + s;
+        *len = n - s;
+        *lineno = r->line;
+        return 1;
+    }
+}
+
+void hsa_reader_close(hsa_reader *r)
+{
+    if (!r) return;
+    gzclose(r->gz);
+    json_decref(r->h);
+    free(r->hraw);
+    free(r->buf);
+    free(r->name);
+    free(r);
+}
+
+/* End of the JSON value starting at p (a string, or a nest of brackets and
+ * strings, or a scalar), or NULL. */
+static const char *value_end(const char *p, const char *end)
+{
+    int depth = 0;
+    for (const char *q = p; q < end; q++) {
+        char c = *q;
+        if (c == '"') {
+            for (q++; q < end && *q != '"'; q++) if (*q == '\\') q++;
+            if (q >= end) return NULL;
+            if (!depth) return q + 1;
+        } else if (c == '{' || c == '[') depth++;
+        else if (c == '}' || c == ']') {
+            if (--depth < 0) return q;   /* a scalar ended by its container */
+            if (!depth) return q + 1;
+        } else if (!depth && c == ',') return q;
+    }
+    return depth ? NULL : end;
+}
+
+/* Span of the top-level "harness" value in an object's text, or 0. */
+static int harness_span(const char *s, size_t n, size_t *from, size_t *to)
+{
+    const char *p = s, *end = s + n;
+    while (p < end && *p != '{') p++;
+    if (p == end) return 0;
+    p++;
+    for (;;) {
+        while (p < end && (*p == ' ' || *p == ',' || *p == '\t')) p++;
+        if (p >= end || *p != '"') return 0;
+        const char *k = p + 1, *ke = value_end(p, end);
+        if (!ke) return 0;
+        p = ke;
+        while (p < end && (*p == ' ' || *p == ':' || *p == '\t')) p++;
+        const char *ve = value_end(p, end);
+        if (!ve) return 0;
+        if (ke - k - 1 == 7 && !memcmp(k, "harness", 7)) {
+            *from = (size_t)(p - s);
+            *to = (size_t)(ve - s);
+            return 1;
+        }
+        p = ve;
+    }
+}
+
+json_t *hsa_parse_record(hsa_reader *r, const char *line, size_t len)
+{
+    json_error_t e;
+    size_t a, b;
+    json_t *rec = NULL;
+    if (harness_span(line, len, &a, &b) && line[a] == '{') {
+        if (!r->h || r->hlen != b - a || memcmp(r->hraw, line + a, b - a)) {
+            json_t *h = json_loadb(line + a, b - a, 0, &e);
+            if (h) {
+                json_decref(r->h);
+                free(r->hraw);
+                r->h = h;
+                r->hraw = xstrndup(line + a, b - a);
+                r->hlen = b - a;
+            }
+        }
+        if (r->h && r->hlen == b - a && !memcmp(r->hraw, line + a, b - a)) {
+            sbuf s;
+            sbuf_init(&s);
+            sbuf_add(&s, line, a);
+            sbuf_puts(&s, "null");
+            sbuf_add(&s, line + b, len - b);
+            rec = json_loadb(s.s, s.len, 0, &e);
+            sbuf_free(&s);
+            if (json_is_object(rec)) json_object_set(rec, "harness", r->h);
+        }
+    }
+    if (!rec) rec = json_loadb(line, len, 0, &e);   /* the general path, and its errors */
+    if (!rec) hat_errat(r->name, r->line, "invalid JSON at column %d: %s", e.column, e.text);
+    return rec;
+}
