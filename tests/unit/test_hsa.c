@@ -580,13 +580,15 @@ static void same_seed_same_bytes_and_mix(void)
     const json_t *rec = json_array_get(recs, 1);
     const char *err;
     json_t *a = hsa_augment_record(NULL, v, &o, rec, NULL, 9, 42, 0, &err);
-    json_t *b = hsa_augment_record(hsa_cache_new(), v, &o, rec, NULL, 9, 42, 0, &err);
+    hsa_cache *cache = hsa_cache_new();
+    json_t *b = hsa_augment_record(cache, v, &o, rec, NULL, 9, 42, 0, &err);
     json_t *c = hsa_augment_record(NULL, v, &o, rec, NULL, 9, 43, 0, &err);
     char *sa = json_compact(a), *sb = json_compact(b), *sc = json_compact(c);
     CHECK_STR(sa, sb);
     CHECK(strcmp(sa, sc) != 0);
     free(sa); free(sb); free(sc);
     json_decref(a); json_decref(b); json_decref(c);
+    hsa_cache_free(cache);
     o.mix = 1;   /* every output the original */
     json_t *d = hsa_augment_record(NULL, v, &o, rec, NULL, 9, 42, 0, &err);
     CHECK(json_equal(json_object_get(d, "harness"), json_object_get(rec, "harness")));
