@@ -1,0 +1,198 @@
+/* traj-gen — teacher trajectories: tasks + harness → traj.jsonl, through the simulator. */
+#include "cli.h"
+#include "harness.h"
+#include "jsonl.h"
+#include "rng.h"
+#include "sim.h"
+#include "tasks.h"
+#include "teacher.h"
+#include "util.h"
+#include "world.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "usage: traj-gen --world FILE --harness H [--think P] [--keep-retries P]\n"
+    "                [--teacher-cmd CMD] [--seed N] [--skip-bad] [-o FILE] [TASKS...]\n"
+    "Play each task of tasks.jsonl through the simulator with the scripted teacher\n"
+    "(or an external policy) and write one trajectory per line (man 5 traj.jsonl).\n"
+    "  --world FILE        world.json (required)\n"
+    "  --harness H         harness directory, archive or compiled JSON (required\n"
+    "                      unless every task line carries an inline \"harness\")\n"
+    "  --think P           fraction of trajectories with a short reasoning_content (default 0)\n"
+    "  --keep-retries P    fraction that keep failed attempts before a successful retry (default 0.1)\n"
+    "  --teacher-cmd CMD   policy program: reads {\"harness\",\"messages\",\"tools\"} on stdin,\n"
+    "                      prints one assistant message as JSON\n"
+    "  --keep-if EXPR      filter by judge verdict (needs judge(1); not available yet)\n"
+    "  --seed N            seed (default 1)\n"
+    "  --skip-bad          skip bad task lines and failed tasks, report the count\n";
+
+typedef struct {
+    const char *cmd;
+    char *tmp;
+} policy;
+
+/* Ask the external policy for one assistant message. */
+static json_t *ask_policy(policy *p, const json_t *h, const json_t *msgs, char **err)
+{
+    json_t *tools = harness_tools(h);
+    json_t *req = json_pack("{s:O,s:O,s:o}", "harness", h, "messages", msgs, "tools", tools);
+    char *text = json_compact(req);
+    json_decref(req);
+    int rc = write_file_atomic(p->tmp, text, strlen(text));
+    free(text);
+    if (rc) { *err = xstrdup("cannot write the request file"); return NULL; }
+    char *sh = xasprintf("%s < '%s'", p->cmd, p->tmp);
+    FILE *f = popen(sh, "r");
+    free(sh);
+    if (!f) { *err = xstrdup("cannot run --teacher-cmd"); return NULL; }
+    sbuf b;
+    sbuf_init(&b);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0) sbuf_add(&b, buf, n);
+    int st = pclose(f);
+    json_error_t je;
+    json_t *m = b.s ? json_loads(b.s, JSON_DECODE_ANY, &je) : NULL;
+    if (st != 0) *err = xasprintf("--teacher-cmd exited with status %d", WEXITSTATUS(st));
+    else if (!json_is_object(m)) *err = xasprintf("--teacher-cmd printed no JSON message: %.80s", b.s ? b.s : "");
+    sbuf_free(&b);
+    if (*err) { json_decref(m); return NULL; }
+    json_object_set_new(m, "role", json_string("assistant"));
+    return m;
+}
+
+static json_t *run_policy(policy *p, sim *s, const json_t *task, char **err)
+{
+    const json_t *h = sim_harness(s);
+    double mt;
+    int cap = harness_param(h, "max_turns", &mt) ? 10 : (int)mt + 2;
+    json_t *msgs = json_array();
+    json_array_append_new(msgs, sim_begin(s, task));
+    for (int turn = 0; turn < cap; turn++) {
+        json_t *a = ask_policy(p, h, msgs, err);
+        if (!a) { json_decref(msgs); return NULL; }
+        int done;
+        json_t *next = sim_step(s, a, &done);
+        json_array_append_new(msgs, a);
+        json_array_extend(msgs, next);
+        json_decref(next);
+        if (done) break;
+    }
+    return msgs;
+}
+
+/* Compact text of the --harness harness, serialised once; an inline
+ * harness (new object every line) is serialised per line. */
+static const json_t *fixed_h;
+static char *fixed_text;
+
+static int write_traj(hat_out *o, const json_t *task, const json_t *h, json_t *msgs, json_t *meta)
+{
+    char *own = NULL;
+    const char *htext = h == fixed_h ? fixed_text : (own = json_compact(h));
+    sbuf b;
+    sbuf_init(&b);
+    json_t *id = json_sprintf("%s.t", json_string_value(json_object_get(task, "id")));
+    char *ids = json_dumps(id, JSON_ENCODE_ANY | HAT_JSON_FLAGS);
+    char *tid = json_dumps(json_object_get(task, "id"), JSON_ENCODE_ANY | HAT_JSON_FLAGS);
+    char *m = json_compact(msgs), *mt = json_compact(meta);
+    /* The harness text is spliced in rather than re-serialised per line. */
+    sbuf_printf(&b, "{\"id\":%s,\"task_id\":%s,\"harness\":", ids, tid);
+    sbuf_puts(&b, htext);
+    sbuf_printf(&b, ",\"messages\":%s,\"meta\":%s}\n", m, mt);
+    int rc = out_write(o, b.s, b.len);
+    free(ids); free(tid); free(m); free(mt); free(own);
+    json_decref(id);
+    sbuf_free(&b);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    enum { O_WORLD = 1, O_HARNESS, O_THINK, O_KEEP, O_CMD, O_KEEPIF };
+    static const struct option longs[] = {
+        { "world", required_argument, NULL, O_WORLD }, { "harness", required_argument, NULL, O_HARNESS },
+        { "think", required_argument, NULL, O_THINK }, { "keep-retries", required_argument, NULL, O_KEEP },
+        { "teacher-cmd", required_argument, NULL, O_CMD }, { "keep-if", required_argument, NULL, O_KEEPIF }, { 0 } };
+    cli_spec spec = { usage, "", longs };
+    cli_common c = { 0 };
+    const char *wpath = NULL, *hpath = NULL;
+    teacher_opts to = { 0, 0.1 };
+    policy pol = { NULL, NULL };
+    int opt;
+    cli_init(argc, argv);
+    while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
+        switch (opt) {
+        case O_WORLD: wpath = optarg; break;
+        case O_HARNESS: hpath = optarg; break;
+        case O_THINK: to.think = cli_double(&spec, "--think", optarg, 0, 1); break;
+        case O_KEEP: to.keep_retries = cli_double(&spec, "--keep-retries", optarg, 0, 1); break;
+        case O_CMD: pol.cmd = optarg; break;
+        case O_KEEPIF: cli_usage_error(&spec, "--keep-if needs judge(1), which is not available yet; "
+                                       "filter with 'judge' when it lands");
+        }
+    }
+    if (!wpath) cli_usage_error(&spec, "--world is required");
+    world *w = world_load(wpath);
+    if (!w) return EXIT_FAIL;
+    json_t *h0 = hpath ? harness_load(hpath) : NULL;
+    if (hpath && !h0) { world_free(w); return EXIT_FAIL; }
+    if (h0) { fixed_h = h0; fixed_text = json_compact(h0); }
+    teacher *t = pol.cmd ? NULL : teacher_new();
+    if (!pol.cmd && !t) { json_decref(h0); world_free(w); return EXIT_FAIL; }
+    if (pol.cmd) pol.tmp = xasprintf("%s/traj-gen-%ld.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
+    sim *s = sim_new(w);
+    hat_out *o = out_open(c.output);
+    int rc = o ? 0 : -1, nin = optind < argc ? argc - optind : 1;
+    long bad = 0, n = 0;
+    for (int fi = 0; fi < nin && !rc; fi++) {
+        const char *path = optind < argc ? argv[optind + fi] : "-";
+        jsonl_reader *r = jsonl_open(path, c.skip_bad);
+        if (!r) { rc = -1; break; }
+        json_t *task;
+        int k;
+        while (!rc && (k = jsonl_next(r, &task)) == 1) {
+            char *err = task_check(task);
+            const json_t *h = json_object_get(task, "harness");
+            if (!err && !h && !h0) err = xstrdup("no harness: give --harness or an inline \"harness\"");
+            if (!err && sim_set_harness(s, h ? h : h0, &err)) { /* err set */ }
+            const json_t *hsa = json_object_get(task, "hsa");
+            json_t *msgs = NULL, *meta = json_pack("{s:o,s:I,s:s,s:O}", "hsa",
+                hsa ? json_incref((json_t *)hsa) : json_array(), "seed", (json_int_t)c.seed,
+                "teacher", pol.cmd ? "cmd" : "scripted-v1", "intent", json_object_get(task, "intent"));
+            if (!err) {
+                rng_t rr;
+                rng_derive(&rr, c.seed, (uint64_t)n);
+                msgs = pol.cmd ? run_policy(&pol, s, task, &err) : teacher_run(t, s, task, &rr, &to, meta, &err);
+                if (msgs && pol.cmd) json_object_set(meta, "accepted", json_object_get(sim_record(s), "accepted"));
+            }
+            if (err) {
+                hat_errat(jsonl_name(r), jsonl_line(r), "%s", err);
+                free(err);
+                bad++;
+                if (!c.skip_bad) rc = -1;
+            } else {
+                rc = write_traj(o, task, h ? h : h0, msgs, meta);
+            }
+            json_decref(msgs);
+            json_decref(meta);
+            sim_set_harness(s, h0, NULL);   /* never keep a pointer into a freed task */
+            json_decref(task);
+            n++;
+        }
+        if (k < 0) rc = -1;
+        if (jsonl_close(r)) rc = -1;
+    }
+    if (c.skip_bad && bad) hat_warn("skipped %ld bad tasks", bad);
+    if (o) { if (rc) out_abort(o); else rc = out_close(o); }
+    if (pol.tmp) { unlink(pol.tmp); free(pol.tmp); }
+    sim_free(s);
+    teacher_free(t);
+    json_decref(h0);
+    free(fixed_text);
+    world_free(w);
+    return rc ? EXIT_FAIL : EXIT_OK;
+}

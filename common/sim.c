@@ -1,0 +1,810 @@
+/* sim.c — the live-stream simulator (see sim.h): tool execution by
+ * function, schema validation, fault injection, hooks, and the record the
+ * judge reads. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE             /* strcasestr, memmem */
+#endif
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include "sim.h"
+#include "harness.h"
+#include "jsonl.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <pcre2.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+#define SIM_MAX_PATTERNS 32
+#define SIM_MAX_SKILLS 64
+
+/* Fault texts as an upstream service would say them. */
+static const struct { const char *type, *message; } fault_text[] = {
+    { "timeout",           "upstream service timed out" },
+    { "server_error",      "internal server error" },
+    { "permission_denied", "permission denied for this request" },
+    { "empty",             "the service returned no data" },
+    { "malformed",         "upstream returned a malformed response" },
+};
+
+struct sim {
+    const world  *w;
+    const json_t *h;
+    /* harness caches */
+    const char   *loader, *loader_arg;
+    double        max_chars, max_emoji;
+    int           has_max_chars, has_max_emoji;
+    long          max_retries;
+    const json_t *retry_on, *banned;
+    pcre2_code   *pat[SIM_MAX_PATTERNS];
+    int           npat;
+    pcre2_match_data *md;
+    const json_t *skill_key[SIM_MAX_SKILLS];
+    char         *skill_text[SIM_MAX_SKILLS];
+    int           nskill_cache;
+    /* conversation */
+    const json_t *task;
+    json_t       *rec, *calls, *skills, *faults, *events, *replies, *evidence;
+    long         *attempts;       /* per task fault */
+    size_t        nfaults;
+    char         *viewer_text;
+    int           turns, tool_calls, reply_loaded;
+    json_t       *last_result;    /* result of the last successful tool call */
+    double       *evnum;          /* numbers of the evidence and viewer text */
+    size_t        nev, cev;
+};
+
+static void numbers(const char *text, int skip_at, double **v, size_t *n, size_t *cap);
+
+/* ---- harness caches ------------------------------------------------------ */
+
+static void clear_harness(sim *s)
+{
+    for (int i = 0; i < s->npat; i++) pcre2_code_free(s->pat[i]);
+    s->npat = 0;
+    for (int i = 0; i < s->nskill_cache; i++) free(s->skill_text[i]);
+    s->nskill_cache = 0;
+    s->h = NULL;
+}
+
+static const json_t *hook(const sim *s, const char *name)
+{
+    return json_object_get(json_object_get(s->h, "hooks"), name);
+}
+
+int sim_set_harness(sim *s, const json_t *h, char **err)
+{
+    if (err) *err = NULL;
+    if (h == s->h) return 0;
+    clear_harness(s);
+    s->h = h;
+    s->loader = harness_loader_name(h);
+    s->loader_arg = harness_loader_argument(h);
+    const json_t *rf = hook(s, "reply_format");
+    const char *pc = json_string_value(json_object_get(rf, "max_chars_param"));
+    const char *pe = json_string_value(json_object_get(rf, "max_emoji_param"));
+    s->has_max_chars = rf && !harness_param(h, pc ? pc : "max_chars", &s->max_chars);
+    s->has_max_emoji = rf && !harness_param(h, pe ? pe : "max_emoji", &s->max_emoji);
+    const json_t *tr = hook(s, "tool_retry");
+    s->max_retries = json_is_integer(json_object_get(tr, "max_retries"))
+                     ? (long)json_integer_value(json_object_get(tr, "max_retries")) : 0;
+    s->retry_on = json_object_get(tr, "retry_on");
+    s->banned = json_object_get(hook(s, "reply_filter"), "banned");
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(hook(s, "input_check"), "patterns"), i, p) {
+        if (s->npat == SIM_MAX_PATTERNS || !json_is_string(p)) continue;
+        int ec;
+        PCRE2_SIZE off;
+        pcre2_code *re = pcre2_compile((PCRE2_SPTR)json_string_value(p), PCRE2_ZERO_TERMINATED,
+                                       PCRE2_CASELESS | PCRE2_UTF, &ec, &off, NULL);
+        if (!re) {
+            PCRE2_UCHAR msg[256];
+            pcre2_get_error_message(ec, msg, sizeof msg);
+            if (err) *err = xasprintf("input_check pattern %zu: %s at offset %zu", i, (char *)msg, (size_t)off);
+            s->h = NULL;
+            return -1;
+        }
+        s->pat[s->npat++] = re;
+    }
+    return 0;
+}
+
+const json_t *sim_harness(const sim *s) { return s->h; }
+const world  *sim_world(const sim *s) { return s->w; }
+
+/* The loader's response for a skill, rendered once per harness. */
+static const char *skill_text(sim *s, const json_t *skill)
+{
+    for (int i = 0; i < s->nskill_cache; i++)
+        if (s->skill_key[i] == skill) return s->skill_text[i];
+    char *t = harness_skill_text(s->h, skill);
+    if (s->nskill_cache == SIM_MAX_SKILLS) return t;   /* leaks only past 64 skills: never in practice */
+    s->skill_key[s->nskill_cache] = skill;
+    s->skill_text[s->nskill_cache++] = t;
+    return t;
+}
+
+/* ---- lifetime -------------------------------------------------------------- */
+
+sim *sim_new(const world *w)
+{
+    sim *s = xcalloc(1, sizeof *s);
+    s->w = w;
+    s->md = pcre2_match_data_create(4, NULL);
+    return s;
+}
+
+static void end_conversation(sim *s)
+{
+    json_decref(s->last_result);
+    s->last_result = NULL;
+    json_decref(s->rec);
+    s->rec = NULL;
+    free(s->attempts);
+    s->attempts = NULL;
+    free(s->viewer_text);
+    s->viewer_text = NULL;
+}
+
+void sim_free(sim *s)
+{
+    if (!s) return;
+    end_conversation(s);
+    clear_harness(s);
+    pcre2_match_data_free(s->md);
+    free(s->evnum);
+    free(s);
+}
+
+const json_t *sim_record(const sim *s) { return s->rec; }
+
+static void event(sim *s, const char *hookname, const char *k1, json_t *v1)
+{
+    json_t *e = json_pack("{s:s}", "hook", hookname);
+    if (k1) json_object_set_new(e, k1, v1);
+    json_array_append_new(s->events, e);
+}
+
+/* ---- the viewer message ------------------------------------------------ */
+
+json_t *sim_begin(sim *s, const json_t *task)
+{
+    end_conversation(s);
+    s->task = task;
+    s->turns = s->tool_calls = s->reply_loaded = 0;
+    s->calls = json_array();
+    s->skills = json_array();
+    s->faults = json_array();
+    s->events = json_array();
+    s->replies = json_array();
+    s->evidence = json_array();
+    s->rec = json_object();
+    json_object_set(s->rec, "task_id", json_object_get(task, "id"));
+    json_object_set_new(s->rec, "turns", json_integer(0));
+    json_object_set_new(s->rec, "tool_calls", json_integer(0));
+    json_object_set_new(s->rec, "accepted", json_false());
+    json_object_set_new(s->rec, "reply", json_null());
+    json_object_set_new(s->rec, "calls", s->calls);
+    json_object_set_new(s->rec, "skills", s->skills);
+    json_object_set_new(s->rec, "faults", s->faults);
+    json_object_set_new(s->rec, "events", s->events);
+    json_object_set_new(s->rec, "replies", s->replies);
+    json_object_set_new(s->rec, "evidence", s->evidence);
+
+    const json_t *tf = json_object_get(task, "faults");
+    s->nfaults = json_array_size(tf);
+    s->attempts = xcalloc(s->nfaults + 1, sizeof *s->attempts);
+    size_t i;
+    json_t *f;
+    json_array_foreach(tf, i, f) {
+        const char *type = json_string_value(json_object_get(f, "type"));
+        int retryable = 0;
+        size_t j;
+        json_t *t;
+        json_array_foreach(s->retry_on, j, t) retryable |= type && json_is_string(t) && !strcmp(json_string_value(t), type);
+        json_array_append_new(s->faults, json_pack("{s:O,s:O,s:O,s:b,s:b,s:i,s:i}",
+            "call", json_object_get(f, "call"), "type", json_object_get(f, "type"),
+            "times", json_object_get(f, "times"), "retryable", retryable,
+            "recoverable", sim_fault_recoverable(s->h, f), "attempts", 0, "failed", 0));
+    }
+
+    const json_t *viewer = json_object_get(task, "viewer");
+    const char *nick = json_string_value(json_object_get(viewer, "nick"));
+    const char *text = json_string_value(json_object_get(viewer, "text"));
+    s->viewer_text = xstrdup(text ? text : "");
+    s->nev = 0;
+    numbers(s->viewer_text, 0, &s->evnum, &s->nev, &s->cev);
+    sbuf b;
+    sbuf_init(&b);
+    sbuf_printf(&b, "%s: %s", nick ? nick : "viewer", s->viewer_text);
+    int flagged = 0;
+    for (int k = 0; k < s->npat && !flagged; k++)
+        flagged = pcre2_match(s->pat[k], (PCRE2_SPTR)s->viewer_text, PCRE2_ZERO_TERMINATED, 0, 0, s->md, NULL) >= 0;
+    if (flagged) {
+        const char *note = json_string_value(json_object_get(hook(s, "input_check"), "message"));
+        if (note) sbuf_printf(&b, "\n\n%s", note);
+        event(s, "input_check", NULL, NULL);
+    }
+    json_t *m = json_pack("{s:s,s:s}", "role", "user", "content", b.s);
+    if (flagged) json_object_set_new(m, "hook", json_string("input_check"));
+    sbuf_free(&b);
+    return m;
+}
+
+void sim_turn(sim *s)
+{
+    s->turns++;
+    json_object_set_new(s->rec, "turns", json_integer(s->turns));
+}
+
+/* ---- argument validation ------------------------------------------------ */
+
+static const char *type_word(const char *t)
+{
+    if (!strcmp(t, "integer")) return "an integer";
+    if (!strcmp(t, "number")) return "a number";
+    if (!strcmp(t, "boolean")) return "a boolean";
+    if (!strcmp(t, "array")) return "an array";
+    if (!strcmp(t, "object")) return "an object";
+    return "a string";
+}
+
+static int type_ok(const char *t, const json_t *v)
+{
+    if (!t) return 1;
+    if (!strcmp(t, "string")) return json_is_string(v);
+    if (!strcmp(t, "integer"))
+        return json_is_integer(v) || (json_is_real(v) && json_real_value(v) == floor(json_real_value(v)));
+    if (!strcmp(t, "number")) return json_is_number(v);
+    if (!strcmp(t, "boolean")) return json_is_boolean(v);
+    if (!strcmp(t, "array")) return json_is_array(v);
+    if (!strcmp(t, "object")) return json_is_object(v);
+    return 1;
+}
+
+/* NULL when args fit the schema, else the error (malloc'd). */
+static char *validate(const json_t *schema, const json_t *args)
+{
+    if (!json_is_object(args)) return xstrdup("arguments must be a JSON object");
+    const json_t *props = json_object_get(schema, "properties");
+    size_t i;
+    json_t *r;
+    json_array_foreach(json_object_get(schema, "required"), i, r)
+        if (json_is_string(r) && !json_object_get(args, json_string_value(r)))
+            return xasprintf("missing required argument '%s'", json_string_value(r));
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)args, k, v) {
+        const json_t *p = json_object_get(props, k);
+        if (!p) return xasprintf("unknown argument '%s'", k);
+        const char *t = json_string_value(json_object_get(p, "type"));
+        if (!type_ok(t, v)) return xasprintf("argument '%s' must be %s", k, type_word(t));
+        const json_t *mn = json_object_get(p, "minimum"), *mx = json_object_get(p, "maximum");
+        if (json_is_number(v) && json_is_number(mn) && json_number_value(v) < json_number_value(mn))
+            return xasprintf("argument '%s' must be at least %g", k, json_number_value(mn));
+        if (json_is_number(v) && json_is_number(mx) && json_number_value(v) > json_number_value(mx))
+            return xasprintf("argument '%s' must be at most %g", k, json_number_value(mx));
+        const json_t *en = json_object_get(p, "enum");
+        if (json_is_array(en)) {
+            int found = 0;
+            size_t j;
+            json_t *e;
+            json_array_foreach(en, j, e) found |= json_equal(e, v);
+            if (!found) return xasprintf("argument '%s' is not one of the allowed values", k);
+        }
+    }
+    return NULL;
+}
+
+/* Arguments keyed by x-function (the names the world understands). */
+static json_t *by_function(const json_t *schema, const json_t *args)
+{
+    const json_t *props = json_object_get(schema, "properties");
+    json_t *out = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)args, k, v) {
+        const char *x = json_string_value(json_object_get(json_object_get(props, k), "x-function"));
+        json_object_set(out, x ? x : k, v);
+    }
+    return out;
+}
+
+/* ---- faults ---------------------------------------------------------------- */
+
+int sim_fault_recoverable(const json_t *h, const json_t *fault)
+{
+    const json_t *tr = json_object_get(json_object_get(h, "hooks"), "tool_retry");
+    const char *type = json_string_value(json_object_get(fault, "type"));
+    long times = (long)json_integer_value(json_object_get(fault, "times"));
+    long maxr = (long)json_integer_value(json_object_get(tr, "max_retries"));
+    size_t i;
+    json_t *t;
+    json_array_foreach(json_object_get(tr, "retry_on"), i, t)
+        if (type && json_is_string(t) && !strcmp(json_string_value(t), type)) return times <= maxr;
+    return 0;
+}
+
+static int same_entity(const world *w, const char *key, const json_t *a, const json_t *b)
+{
+    if (!a || !b) return !a && !b;
+    if (!strcmp(key, "product")) {
+        const json_t *pa = world_find_product(w, json_string_value(a));
+        return pa && pa == world_find_product(w, json_string_value(b));
+    }
+    if (json_is_string(a) && json_is_string(b)) return !strcasecmp(json_string_value(a), json_string_value(b));
+    return json_equal(a, b);
+}
+
+/* Index of the gold call this call stands for, or -1: the gold call with
+ * the same function and the same arguments (entities resolved through the
+ * world), else the first with the same function and the same product or
+ * order. */
+static long gold_index(const sim *s, const char *function, const json_t *args)
+{
+    const json_t *calls = json_object_get(json_object_get(s->task, "gold"), "calls");
+    long loose = -1;
+    size_t i;
+    json_t *c;
+    json_array_foreach(calls, i, c) {
+        const char *f = json_string_value(json_object_get(c, "function"));
+        if (!f || strcmp(f, function)) continue;
+        const json_t *ga = json_object_get(c, "arguments");
+        int ok = 1;
+        static const char *keys[] = { "product", "order_id" };
+        for (int k = 0; k < 2; k++)
+            if (json_object_get(ga, keys[k])) ok &= same_entity(s->w, keys[k], json_object_get(ga, keys[k]), json_object_get(args, keys[k]));
+        if (!ok) continue;
+        int exact = json_object_size(ga) == json_object_size(args);
+        const char *k;
+        json_t *v;
+        json_object_foreach((json_t *)ga, k, v) {
+            const json_t *a = json_object_get(args, k);
+            if (!strcmp(k, "variant") && a) {
+                const json_t *p = world_find_product(s->w, json_string_value(json_object_get(args, "product")));
+                exact &= p && world_variant(p, json_string_value(a)) == world_variant(p, json_string_value(v));
+            } else exact &= same_entity(s->w, k, v, a);
+        }
+        if (exact) return (long)i;
+        if (loose < 0) loose = (long)i;
+    }
+    return loose;
+}
+
+/* The fault this call hits (its type), or NULL.  Counts the attempt. */
+static const char *inject(sim *s, long gold, json_t *callrec)
+{
+    const json_t *tf = json_object_get(s->task, "faults");
+    for (size_t i = 0; i < s->nfaults; i++) {
+        const json_t *f = json_array_get(tf, i);
+        if (json_integer_value(json_object_get(f, "call")) != gold) continue;
+        json_t *fr = json_array_get(s->faults, i);
+        long a = ++s->attempts[i];
+        json_object_set_new(fr, "attempts", json_integer(a));
+        json_object_set_new(callrec, "attempt", json_integer(a));
+        const char *type = json_string_value(json_object_get(f, "type"));
+        long times = (long)json_integer_value(json_object_get(f, "times"));
+        int retryable = json_is_true(json_object_get(fr, "retryable"));
+        int fail;
+        if (retryable) {
+            /* Unresolved within the allowed retries: it stays failed. */
+            int unresolved = times > s->max_retries;
+            fail = a <= times || unresolved;
+            if (unresolved && a > s->max_retries + 1) event(s, "tool_retry", "detail", json_string("retry_limit"));
+        } else {
+            fail = 1;
+            if (a > 1) event(s, "tool_retry", "detail", json_string("retry_not_allowed"));
+        }
+        if (fail) {
+            json_object_set_new(fr, "failed", json_integer(json_integer_value(json_object_get(fr, "failed")) + 1));
+            return type ? type : "server_error";
+        }
+        return NULL;
+    }
+    return NULL;
+}
+
+static const char *fault_message(const char *type)
+{
+    for (size_t i = 0; i < sizeof fault_text / sizeof fault_text[0]; i++)
+        if (!strcmp(fault_text[i].type, type)) return fault_text[i].message;
+    return "the request failed";
+}
+
+/* ---- tool calls -------------------------------------------------------------- */
+
+static json_t *tool_msg(const char *name, const char *content, const char *hookname)
+{
+    json_t *m = json_pack("{s:s,s:s,s:s}", "role", "tool", "name", name, "content", content);
+    if (hookname) json_object_set_new(m, "hook", json_string(hookname));
+    return m;
+}
+
+static json_t *refuse(sim *s, const char *name, const char *error, json_t *callrec, const char *outcome)
+{
+    json_t *vars = json_pack("{s:s,s:s}", "tool", name, "error", error);
+    char *text = harness_hook_message(s->h, "tool_args_check", "message", vars);
+    json_decref(vars);
+    if (!text) text = xasprintf("Invalid arguments for %s: %s", name, error);
+    json_object_set_new(callrec, "outcome", json_string(outcome));
+    json_object_set_new(callrec, "error", json_string(error));
+    event(s, "tool_args_check", "error", json_string(error));
+    json_t *m = tool_msg(name, text, "tool_args_check");
+    free(text);
+    return m;
+}
+
+static json_t *load_skill(sim *s, const json_t *args, json_t *callrec)
+{
+    const char *name = s->loader;
+    if (!json_is_object(args) || json_object_size(args) != 1 || !json_is_string(json_object_get(args, s->loader_arg))) {
+        char *e = !json_is_object(args) ? xstrdup("arguments must be a JSON object")
+                  : !json_object_get(args, s->loader_arg) ? xasprintf("missing required argument '%s'", s->loader_arg)
+                  : !json_is_string(json_object_get(args, s->loader_arg)) ? xasprintf("argument '%s' must be a string", s->loader_arg)
+                  : xstrdup("only one argument is allowed");
+        json_t *m = refuse(s, name, e, callrec, "invalid");
+        free(e);
+        return m;
+    }
+    const char *want = json_string_value(json_object_get(args, s->loader_arg));
+    const json_t *sk = harness_skill_by_name(s->h, want);
+    json_object_set_new(callrec, "skill", json_string(want));
+    if (!sk) {
+        char *msg = xasprintf("no skill named '%s'", want);
+        char *text = harness_format_error(s->h, name, "empty", msg);
+        json_object_set_new(callrec, "outcome", json_string("unknown_skill"));
+        event(s, "skill_loader", "error", json_string(msg));
+        json_t *m = tool_msg(name, text, NULL);
+        free(msg);
+        free(text);
+        return m;
+    }
+    const char *fn = json_string_value(json_object_get(sk, "function"));
+    const char *kind = json_string_value(json_object_get(sk, "kind"));
+    json_object_set_new(callrec, "outcome", json_string("skill"));
+    json_object_set_new(callrec, "function", json_string(fn ? fn : ""));
+    json_array_append_new(s->skills, json_string(fn ? fn : ""));
+    if (kind && !strcmp(kind, "reply")) s->reply_loaded = 1;
+    return tool_msg(name, skill_text(s, sk), NULL);
+}
+
+const json_t *sim_last_result(const sim *s) { return s->last_result; }
+
+json_t *sim_tool_call(sim *s, const char *name, const json_t *arguments)
+{
+    json_t *parsed = NULL;
+    json_decref(s->last_result);
+    s->last_result = NULL;
+    if (json_is_string(arguments)) {
+        parsed = json_loads(json_string_value(arguments), 0, NULL);
+        arguments = parsed ? parsed : arguments;
+    }
+    name = name ? name : "";
+    json_t *callrec = json_pack("{s:i,s:s,s:n,s:O}", "turn", s->turns, "name", name, "function",
+                                "arguments", arguments ? (json_t *)arguments : json_null());
+    json_array_append_new(s->calls, callrec);
+    json_t *m;
+    if (s->loader && !strcmp(name, s->loader)) {
+        m = load_skill(s, arguments, callrec);
+        json_decref(parsed);
+        return m;
+    }
+    s->tool_calls++;
+    json_object_set_new(s->rec, "tool_calls", json_integer(s->tool_calls));
+    const json_t *tool = harness_tool_by_name(s->h, name);
+    if (!tool) {
+        char *e = xasprintf("no tool named '%s'", name);
+        m = refuse(s, name, e, callrec, "unknown_tool");
+        free(e);
+        json_decref(parsed);
+        return m;
+    }
+    const char *fn = json_string_value(json_object_get(tool, "function"));
+    json_object_set_new(callrec, "function", json_string(fn ? fn : ""));
+    const json_t *schema = json_object_get(tool, "parameters");
+    char *err = parsed || !json_is_string(arguments) ? validate(schema, arguments)
+                                                     : xstrdup("arguments are not valid JSON");
+    if (err) {
+        m = refuse(s, name, err, callrec, "invalid");
+        free(err);
+        json_decref(parsed);
+        return m;
+    }
+    json_t *args = by_function(schema, arguments);
+    json_object_set(callrec, "args", args);
+    long gold = gold_index(s, fn, args);
+    json_object_set_new(callrec, "gold", json_integer(gold));
+    const char *fault = gold >= 0 ? inject(s, gold, callrec) : NULL;
+    char *text;
+    if (fault) {
+        char *f = harness_format_error(s->h, name, fault, fault_message(fault));
+        text = harness_wrap_error(s->h, f);
+        free(f);
+        json_object_set_new(callrec, "outcome", json_string("fault"));
+        json_object_set_new(callrec, "fault", json_string(fault));
+    } else {
+        json_t *result;
+        const char *wf;
+        char *msg;
+        int rc = world_call(s->w, fn, args, &result, &wf, &msg);
+        if (rc == 1) {
+            text = harness_wrap_result(s->h, result);
+            json_object_set_new(callrec, "outcome", json_string("ok"));
+            s->last_result = result;
+        } else {
+            if (rc < 0) { wf = "server_error"; msg = xasprintf("function %s is not available", fn); }
+            char *f = harness_format_error(s->h, name, wf, msg);
+            text = harness_wrap_error(s->h, f);
+            free(f);
+            json_object_set_new(callrec, "outcome", json_string("error"));
+            json_object_set_new(callrec, "error", json_string(msg));
+            free(msg);
+        }
+    }
+    json_array_append_new(s->evidence, json_string(text));
+    numbers(text, 0, &s->evnum, &s->nev, &s->cev);
+    m = tool_msg(name, text, NULL);
+    free(text);
+    json_decref(args);
+    json_decref(parsed);
+    return m;
+}
+
+/* ---- reply measures ------------------------------------------------------------ */
+
+long sim_count_chars(const char *text)
+{
+    long n = 0;
+    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)text;
+    utf8proc_int32_t c;
+    for (;;) {
+        utf8proc_ssize_t k = utf8proc_iterate(p, -1, &c);
+        if (k <= 0 || c == 0) break;
+        p += k;
+        n++;
+    }
+    return n;
+}
+
+static int is_emoji(utf8proc_int32_t c)
+{
+    return (c >= 0x1F300 && c <= 0x1FAFF && !(c >= 0x1F3FB && c <= 0x1F3FF))
+        || (c >= 0x1F000 && c <= 0x1F2FF) || (c >= 0x2600 && c <= 0x27BF)
+        || c == 0x2B50 || c == 0x2B55 || c == 0x2B06 || c == 0x2B07 || c == 0x2B1B || c == 0x2B1C
+        || c == 0x203C || c == 0x2049 || c == 0x3030 || c == 0x303D;
+}
+
+long sim_count_emoji(const char *text)
+{
+    long n = 0;
+    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)text;
+    utf8proc_int32_t c, prev = 0;
+    for (;;) {
+        utf8proc_ssize_t k = utf8proc_iterate(p, -1, &c);
+        if (k <= 0 || c == 0) break;
+        p += k;
+        if (is_emoji(c) && prev != 0x200D) n++;     /* a ZWJ sequence is one emoji */
+        prev = c;
+    }
+    return n;
+}
+
+static int word_char(unsigned char c) { return isalnum(c) || c == '_'; }
+
+const char *sim_banned_term(const char *text, const json_t *banned)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(banned, i, t) {
+        const char *term = json_string_value(t);
+        size_t n = term ? strlen(term) : 0;
+        if (!n) continue;
+        for (const char *p = text; (p = strcasestr(p, term)); p++) {
+            /* Whole words: no word character glued to either end (only
+             * checked where the term itself starts/ends with one). */
+            int left = p == text || !word_char((unsigned char)p[-1]) || !word_char((unsigned char)term[0]);
+            int right = !word_char((unsigned char)p[n]) || !word_char((unsigned char)term[n - 1]);
+            if (left && right) return term;
+        }
+    }
+    return NULL;
+}
+
+/* Numbers of text (skipping @mentions when skip_at), appended to *v. */
+static void numbers(const char *text, int skip_at, double **v, size_t *n, size_t *cap)
+{
+    const char *p = text;
+    while (*p) {
+        if (skip_at && *p == '@') {
+            while (*p && *p != ' ' && *p != ',' && *p != ':' && *p != '\n') p++;
+            continue;
+        }
+        unsigned char prev = p == text ? ' ' : (unsigned char)p[-1];
+        if (isdigit((unsigned char)*p) && !isalnum(prev) && prev != '_' && prev != '.') {
+            char *e;
+            double d = strtod(p, &e);
+            if (e > p && e[-1] == '.') e--;          /* "5." ends a sentence */
+            if (*n == *cap) { *cap = *cap ? *cap * 2 : 16; *v = xrealloc(*v, *cap * sizeof **v); }
+            (*v)[(*n)++] = d;
+            p = e;
+            while (isdigit((unsigned char)*p) || *p == '.') p++;
+            continue;
+        }
+        if (isalnum((unsigned char)*p)) { while (isalnum((unsigned char)*p)) p++; continue; }
+        p++;
+    }
+}
+
+/* Coupon-code-like tokens: two or more capitals then digits. */
+static const char *next_code(const char *p, size_t *len)
+{
+    const char *start = p;
+    while (*p) {
+        if (!isupper((unsigned char)*p) || (p > start && isalnum((unsigned char)p[-1]))) { p++; continue; }
+        const char *q = p;
+        while (isupper((unsigned char)*q)) q++;
+        const char *d = q;
+        while (isdigit((unsigned char)*d)) d++;
+        if (q - p >= 2 && d > q && !isalnum((unsigned char)*d)) { *len = (size_t)(d - p); return p; }
+        p = d > q ? d : q;
+    }
+    return NULL;
+}
+
+char *sim_unsupported_value(const char *reply, const json_t *evidence, const char *viewer_text)
+{
+    double *rv = NULL, *ev = NULL;
+    size_t rn = 0, rc = 0, en = 0, ec = 0, i;
+    json_t *t;
+    numbers(reply, 1, &rv, &rn, &rc);
+    char *bad = NULL;
+    if (rn) {
+        json_array_foreach(evidence, i, t) numbers(json_string_value(t), 0, &ev, &en, &ec);
+        if (viewer_text) numbers(viewer_text, 0, &ev, &en, &ec);
+        for (size_t a = 0; a < rn && !bad; a++) {
+            int found = 0;
+            for (size_t b = 0; b < en && !found; b++) found = fabs(rv[a] - ev[b]) < 1e-6;
+            if (!found) bad = xasprintf("%.15g", rv[a]);
+        }
+    }
+    free(rv);
+    free(ev);
+    if (bad) return bad;
+    size_t len;
+    for (const char *p = reply; (p = next_code(p, &len)); p += len) {
+        if (p > reply && p[-1] == '@') continue;
+        int found = viewer_text && memmem(viewer_text, strlen(viewer_text), p, len);
+        json_array_foreach(evidence, i, t)
+            if (!found) found = memmem(json_string_value(t), json_string_length(t), p, len) != NULL;
+        if (!found) return xstrndup(p, len);
+    }
+    return NULL;
+}
+
+/* As sim_unsupported_value, with the evidence numbers cached in s. */
+static char *unsupported(sim *s, const char *reply)
+{
+    double *rv = NULL;
+    size_t rn = 0, rc = 0;
+    char *bad = NULL;
+    numbers(reply, 1, &rv, &rn, &rc);
+    for (size_t a = 0; a < rn && !bad; a++) {
+        int found = 0;
+        for (size_t b = 0; b < s->nev && !found; b++) found = fabs(rv[a] - s->evnum[b]) < 1e-6;
+        if (!found) bad = xasprintf("%.15g", rv[a]);
+    }
+    free(rv);
+    if (bad) return bad;
+    size_t len, i;
+    json_t *t;
+    for (const char *p = reply; (p = next_code(p, &len)); p += len) {
+        if (p > reply && p[-1] == '@') continue;
+        int found = memmem(s->viewer_text, strlen(s->viewer_text), p, len) != NULL;
+        json_array_foreach(s->evidence, i, t)
+            if (!found) found = memmem(json_string_value(t), json_string_length(t), p, len) != NULL;
+        if (!found) return xstrndup(p, len);
+    }
+    return NULL;
+}
+
+/* ---- replies ------------------------------------------------------------------- */
+
+static json_t *hook_msg(const char *hookname, const char *text)
+{
+    return json_pack("{s:s,s:s,s:s}", "role", "user", "content", text, "hook", hookname);
+}
+
+/* Run the reply checks in order.  With fails == NULL stop at the first
+ * failure and return its hook name; otherwise record every failing hook
+ * in fails and build the first one's message into *first. */
+static const char *reply_checks(sim *s, const char *text, json_t *fails, json_t **first)
+{
+    const char *firsthook = NULL;
+    json_t *vars;
+#define FAIL(hookname, field) do { \
+        if (!fails) { json_decref(vars); return hookname; } \
+        json_array_append_new(fails, json_string(hookname)); \
+        if (!*first) { char *msg = harness_hook_message(s->h, hookname, field, vars); \
+            *first = hook_msg(hookname, msg ? msg : hookname); free(msg); firsthook = hookname; } \
+        json_decref(vars); } while (0)
+
+    if (hook(s, "skill_required") && !s->reply_loaded) {
+        vars = json_pack("{s:s}", "loader", s->loader ? s->loader : "");
+        FAIL("skill_required", "message");
+    }
+    const char *term = hook(s, "reply_filter") ? sim_banned_term(text, s->banned) : NULL;
+    if (term) {
+        vars = json_pack("{s:s}", "term", term);
+        FAIL("reply_filter", "on_violation");
+    }
+    char *ferr = NULL;
+    if (s->has_max_chars || s->has_max_emoji) {
+        long nc = sim_count_chars(text), ne = sim_count_emoji(text);
+        if (s->has_max_chars && nc > (long)s->max_chars)
+            ferr = xasprintf("%ld characters, at most %g allowed", nc, s->max_chars);
+        else if (s->has_max_emoji && ne > (long)s->max_emoji)
+            ferr = xasprintf("%ld emoji, at most %g allowed", ne, s->max_emoji);
+    }
+    if (ferr) {
+        vars = json_pack("{s:s}", "error", ferr);
+        free(ferr);
+        FAIL("reply_format", "message");
+    }
+    if (hook(s, "factual_risk")) {
+        char *v = unsupported(s, text);
+        if (v) {
+            vars = json_pack("{s:s}", "value", v);
+            free(v);
+            FAIL("factual_risk", "message");
+        }
+    }
+#undef FAIL
+    return firsthook;
+}
+
+const char *sim_reply_check(sim *s, const char *text)
+{
+    return reply_checks(s, text ? text : "", NULL, NULL);
+}
+
+json_t *sim_reply(sim *s, const char *text)
+{
+    text = text ? text : "";
+    json_t *fails = json_array(), *first = NULL;
+    reply_checks(s, text, fails, &first);
+    size_t i;
+    json_t *f;
+    json_array_foreach(fails, i, f) event(s, json_string_value(f), "reply", json_integer((json_int_t)json_array_size(s->replies)));
+    json_array_append_new(s->replies, json_pack("{s:s,s:b,s:o}", "text", text, "accepted", first == NULL, "hooks", fails));
+    if (!first) {
+        json_object_set_new(s->rec, "accepted", json_true());
+        json_object_set_new(s->rec, "reply", json_string(text));
+    }
+    return first;
+}
+
+json_t *sim_step(sim *s, const json_t *assistant, int *done)
+{
+    json_t *out = json_array();
+    *done = 0;
+    sim_turn(s);
+    const json_t *calls = json_object_get(assistant, "tool_calls");
+    if (json_array_size(calls)) {
+        size_t i;
+        json_t *c;
+        json_array_foreach(calls, i, c) {
+            const json_t *fn = json_object_get(c, "function");
+            if (!fn) fn = c;                      /* flat {"name","arguments"} */
+            json_array_append_new(out, sim_tool_call(s, json_string_value(json_object_get(fn, "name")),
+                                                     json_object_get(fn, "arguments")));
+        }
+        return out;
+    }
+    json_t *m = sim_reply(s, json_string_value(json_object_get(assistant, "content")));
+    if (m) json_array_append_new(out, m);
+    else *done = 1;
+    return out;
+}

@@ -1,0 +1,109 @@
+/* sim.h — the live-stream simulator: one conversation between a viewer, a
+ * policy (the scripted teacher, a model, an external program) and the
+ * tools of a world, under the rules of a harness.
+ *
+ * The simulator returns exactly what the policy sees next, as messages in
+ * the trajectory conventions of man 5 traj.jsonl, and records everything
+ * that happened (calls, faults, hook events, replies) for the judge:
+ *
+ *     sim *s = sim_new(world);
+ *     sim_set_harness(s, h);                  // cached until h changes
+ *     json_t *viewer = sim_begin(s, task);    // {"role":"user",...}
+ *     json_t *tool = sim_tool_call(s, "get_product", args);  // {"role":"tool",...}
+ *     json_t *note = sim_reply(s, "@momo it's ¥199 now");   // NULL = accepted
+ *     const json_t *rec = sim_record(s);      // for the judge
+ *
+ * Tools are executed by *function*: a call's name is looked up in the
+ * current harness, its arguments are validated against that tool's schema
+ * and read through each property's x-function, then world_call answers.
+ *
+ * Faults.  A task lists faults as {"call": i, "type": T, "times": n}: the
+ * gold call i (its function and its product or order) fails with fault T.
+ * A fault whose type is in hooks.tool_retry.retry_on fails the first n
+ * attempts and succeeds after, but only max_retries repeats are allowed:
+ * an attempt beyond max_retries+1 fails again ("retry_limit" event).  So
+ * it is recoverable exactly when n <= max_retries.  A fault of any other
+ * type persists for the whole conversation; repeating the call is a
+ * "retry_not_allowed" event.  Every failure is delivered as
+ * harness_wrap_error(harness_format_error(h, tool, type, message)).
+ *
+ * Hooks applied: input_check (sim_begin), tool_args_check (sim_tool_call:
+ * missing required, wrong type, out of range, not in enum, unknown
+ * property, unknown tool), skill_required, reply_filter, reply_format and
+ * factual_risk (sim_reply, in that order; the first failing one answers,
+ * all failing ones are recorded).  A hook absent from the harness is not
+ * applied. */
+#ifndef HAT_SIM_H
+#define HAT_SIM_H
+
+#include <jansson.h>
+#include "world.h"
+
+typedef struct sim sim;
+
+sim    *sim_new(const world *w);             /* w is borrowed */
+void    sim_free(sim *s);
+/* Use harness h (borrowed, must stay alive while in use) from the next
+ * conversation on.  Caches (names, limits, compiled input_check patterns,
+ * skill texts) are rebuilt only when h is a different object.  Returns 0,
+ * or -1 with *err (malloc'd) when a pattern does not compile. */
+int     sim_set_harness(sim *s, const json_t *h, char **err);
+const json_t *sim_harness(const sim *s);
+const world  *sim_world(const sim *s);
+
+/* Start a conversation for task (borrowed while the conversation runs).
+ * Returns the viewer message: {"role":"user","content":"NICK: TEXT"}, with
+ * the input_check note appended after a blank line and "hook":"input_check"
+ * when a pattern matched. */
+json_t *sim_begin(sim *s, const json_t *task);
+/* Count one assistant turn (a message with tool calls or a reply);
+ * sim_step does this itself. */
+void    sim_turn(sim *s);
+/* Execute one tool call; arguments is an object or a JSON text string.
+ * Returns {"role":"tool","name":NAME,"content":TEXT} (plus "hook":
+ * "tool_args_check" when the call was refused). */
+json_t *sim_tool_call(sim *s, const char *name, const json_t *arguments);
+/* The result object the last sim_tool_call wrapped in its envelope, or
+ * NULL when it failed or was not a tool (borrowed; valid until the next
+ * call).  Policies may read it instead of unwrapping the text. */
+const json_t *sim_last_result(const sim *s);
+/* Offer a final reply.  NULL when accepted; otherwise the hook message
+ * {"role":"user","content":TEXT,"hook":HOOK} the policy sees next. */
+json_t *sim_reply(sim *s, const char *text);
+/* The reply checks without recording anything: the name of the first
+ * hook text would fail, or NULL when sim_reply would accept it. */
+const char *sim_reply_check(sim *s, const char *text);
+/* One assistant message: its tool calls are executed (the array returned
+ * holds the tool messages), or its content is offered as the reply (the
+ * array holds the hook message, or is empty and *done = 1 when accepted).
+ * Malformed messages are answered like a reply that fails its checks. */
+json_t *sim_step(sim *s, const json_t *assistant, int *done);
+
+/* What happened so far (borrowed; valid until the next sim_begin):
+ *   {"task_id", "turns", "tool_calls", "accepted", "reply",
+ *    "calls":  [{"turn","name","function","arguments","args","outcome",
+ *               "fault"?,"gold","attempt"?,"skill"?,"error"?}],
+ *    "skills": [skill functions loaded, in order],
+ *    "faults": [{"call","type","times","retryable","recoverable",
+ *                "attempts","failed"}],
+ *    "events": [{"hook", ...details}],
+ *    "replies":[{"text","accepted","hooks":[...]}],
+ *    "evidence": [every tool result text, in order]}
+ * outcome: ok | fault | error (the world had no answer) | invalid
+ * (tool_args_check) | unknown_tool | skill | unknown_skill. */
+const json_t *sim_record(const sim *s);
+
+/* Whether a task fault can be recovered from under harness h. */
+int     sim_fault_recoverable(const json_t *h, const json_t *fault);
+/* Reply measures shared with the judge: Unicode characters, emoji. */
+long    sim_count_chars(const char *text);
+long    sim_count_emoji(const char *text);
+/* The first number or coupon code in reply that appears neither in the
+ * evidence texts nor in the viewer's text; NULL when all are supported.
+ * @mentions are skipped.  Returned string is malloc'd. */
+char   *sim_unsupported_value(const char *reply, const json_t *evidence, const char *viewer_text);
+/* The first term of banned (array of strings) found in text as a whole
+ * word, case-insensitively; NULL when none. */
+const char *sim_banned_term(const char *text, const json_t *banned);
+
+#endif
