@@ -12,6 +12,7 @@
 #include "jsonl.h"
 #include "util.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,38 +44,92 @@ static void field(json_t *out, const char *kind, const char *at, const json_t *a
     if (!json_equal(x, y) && (x || y)) change(out, kind, at, x ? x : json_null(), y ? y : json_null());
 }
 
-/* Ordered lists of strings (rules, items): removed/added/changed/reordered. */
+/* Word-set overlap of two texts (Jaccard over lower-cased ASCII words and
+ * single non-ASCII bytes), to pair a rewritten rule with its original. */
+static double overlap(const char *x, const char *y)
+{
+    unsigned char hx[256] = { 0 }, hy[256] = { 0 };   /* hashed word sets */
+    const char *s[2] = { x, y };
+    unsigned char *h[2] = { hx, hy };
+    for (int k = 0; k < 2; k++)
+        for (const unsigned char *p = (const unsigned char *)s[k]; *p;) {
+            unsigned hash = 5381;
+            int n = 0;
+            while (*p && (isalnum(*p) || *p >= 0x80)) { hash = hash * 33 + (unsigned)tolower(*p++); n++; }
+            if (n) h[k][hash & 255] = 1;
+            else p++;
+        }
+    int both = 0, any = 0;
+    for (int i = 0; i < 256; i++) { both += hx[i] && hy[i]; any += hx[i] || hy[i]; }
+    return any ? (double)both / any : 1.0;
+}
+
+/* Ordered lists of strings (rules, items): removed/added/changed/reordered.
+ * Identical texts pair first, then each remaining new text with the most
+ * similar remaining old one (a rewrite), so a list that was both reordered
+ * and reworded reads as rewrites plus a reordering, not as shifted pairs. */
 static void diff_list(json_t *out, const char *what, const char *at, const json_t *a,
                       const json_t *b)
 {
     size_t na = json_array_size(a), nb = json_array_size(b);
-    char *ua = xcalloc(na + 1, 1), *ub = xcalloc(nb + 1, 1);
-    for (size_t i = 0; i < nb; i++)
+    size_t *pa = xmalloc((nb + 1) * sizeof *pa);   /* pa[i]: index in a of b[i], or -1 */
+    char *ua = xcalloc(na + 1, 1);
+    for (size_t i = 0; i < nb; i++) {
+        pa[i] = (size_t)-1;
         for (size_t j = 0; j < na; j++)
             if (!ua[j] && json_equal(json_array_get(a, j), json_array_get(b, i))) {
-                ua[j] = ub[i] = 1;
+                ua[j] = 1;
+                pa[i] = j;
                 break;
             }
-    size_t ia = 0, ib = 0, changed = 0;
-    char kind[64];
-    for (;;) {   /* pair what went and what came, in order: rewrites */
-        while (ia < na && ua[ia]) ia++;
-        while (ib < nb && ub[ib]) ib++;
-        if (ia == na || ib == nb) break;
-        snprintf(kind, sizeof kind, "%s_changed", what);
-        change(out, kind, at, json_array_get(a, ia++), json_array_get(b, ib++));
-        changed++;
     }
-    for (; ia < na; ia++)
-        if (!ua[ia]) { snprintf(kind, sizeof kind, "%s_removed", what); change(out, kind, at, json_array_get(a, ia), NULL); changed++; }
-    for (; ib < nb; ib++)
-        if (!ub[ib]) { snprintf(kind, sizeof kind, "%s_added", what); change(out, kind, at, NULL, json_array_get(b, ib)); changed++; }
-    if (!changed && !same(a, b)) {
+    char kind[64];
+    for (size_t i = 0; i < nb; i++) {
+        if (pa[i] != (size_t)-1) continue;
+        double best = 0.2;                         /* below this: added, not rewritten */
+        size_t bj = (size_t)-1;
+        for (size_t j = 0; j < na; j++) {
+            if (ua[j]) continue;
+            double o = overlap(json_string_value(json_array_get(a, j)) ? json_string_value(json_array_get(a, j)) : "",
+                               json_string_value(json_array_get(b, i)) ? json_string_value(json_array_get(b, i)) : "");
+            if (o > best) { best = o; bj = j; }
+        }
+        if (bj == (size_t)-1) continue;
+        ua[bj] = 1;
+        pa[i] = bj;
+        snprintf(kind, sizeof kind, "%s_changed", what);
+        change(out, kind, at, json_array_get(a, bj), json_array_get(b, i));
+    }
+    /* Leftovers pair in order (a text rewritten beyond recognition in
+     * place); what is still unpaired was removed or added. */
+    for (size_t i = 0, j = 0; i < nb; i++) {
+        if (pa[i] != (size_t)-1) continue;
+        while (j < na && ua[j]) j++;
+        if (j == na) break;
+        ua[j] = 1;
+        pa[i] = j;
+        snprintf(kind, sizeof kind, "%s_changed", what);
+        change(out, kind, at, json_array_get(a, j), json_array_get(b, i));
+    }
+    for (size_t j = 0; j < na; j++)
+        if (!ua[j]) { snprintf(kind, sizeof kind, "%s_removed", what); change(out, kind, at, json_array_get(a, j), NULL); }
+    for (size_t i = 0; i < nb; i++)
+        if (pa[i] == (size_t)-1) { snprintf(kind, sizeof kind, "%s_added", what); change(out, kind, at, NULL, json_array_get(b, i)); }
+    /* Reordered: the surviving pairs are not in increasing order of a. */
+    size_t last = 0;
+    int first = 1, reordered = 0;
+    for (size_t i = 0; i < nb; i++) {
+        if (pa[i] == (size_t)-1) continue;
+        if (!first && pa[i] < last) reordered = 1;
+        last = pa[i];
+        first = 0;
+    }
+    if (reordered) {
         snprintf(kind, sizeof kind, "%ss_reordered", what);
         change(out, kind, at, a, b);
     }
+    free(pa);
     free(ua);
-    free(ub);
 }
 
 /* Match elements of a to elements of b by key (then by key + name, first). */

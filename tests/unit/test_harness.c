@@ -496,6 +496,31 @@ static void diff_detects_each_change(void)
         }
         json_decref(b);
     }
+    /* Rules both reordered and reworded pair by wording, not by position. */
+    {
+        json_t *b2 = json_deep_copy(a);
+        json_t *rules = json_object_get((json_t *)harness_skill_by_function(b2, "price"), "rules");
+        json_t *r0 = json_incref(json_array_get(rules, 0));
+        json_array_remove(rules, 0);
+        json_array_append_new(rules, json_string("Quote the live price and the list price from the product lookup tool only."));
+        json_decref(r0);
+        json_t *d2 = harness_diff(a, b2);
+        int changed = 0, reordered = 0;
+        size_t k;
+        json_t *c;
+        json_array_foreach(d2, k, c) {
+            const char *kind = json_string_value(json_object_get(c, "change"));
+            if (!strcmp(kind, "rule_changed")) {
+                changed++;
+                CHECK(strstr(json_string_value(json_object_get(c, "from")), "Quote the live price") != NULL);
+            }
+            reordered += !strcmp(kind, "rules_reordered");
+        }
+        CHECK_EQ_INT(changed, 1);
+        CHECK_EQ_INT(reordered, 1);
+        json_decref(d2);
+        json_decref(b2);
+    }
     /* renames are not add+remove; reorders are reorders */
     json_t *b = json_deep_copy(a);
     json_object_set_new((json_t *)harness_skill_by_function(b, "size"), "name", json_string("fit_finder"));
