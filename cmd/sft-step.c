@@ -55,6 +55,7 @@ static int save(ckpt *k, const train_state *s, const char *path)
 {
     json_decref(k->state);
     k->state = train_state_json(s);
+    model_release_acts(k->m);   /* the serialised copies then fit in their place */
     return ckpt_save(k, path, ST_F32);
 }
 

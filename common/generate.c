@@ -6,6 +6,7 @@
 #include "util.h"
 
 #include <math.h>
+#include <omp.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -62,7 +63,8 @@ gen_engine *gen_new(const model *m, int max_seqs, int max_len)
         e->seq[i].kc = xmalloc(cache * sizeof(float));
         e->seq[i].vc = xmalloc(cache * sizeof(float));
     }
-    e->scratch = xmalloc((size_t)c->n_heads * max_len * sizeof(float));
+    /* attention scores: one (H, max_len) block per thread */
+    e->scratch = xmalloc((size_t)omp_get_max_threads() * c->n_heads * max_len * sizeof(float));
     e->logits = xmalloc((size_t)max_seqs * c->vocab_size * sizeof(float));
     e->lnrow = xmalloc((size_t)max_seqs * c->hidden_size * sizeof(float));
     e->sample_scratch = xmalloc(2 * (size_t)c->vocab_size * sizeof(float));
@@ -144,10 +146,12 @@ static void forward_rows(gen_engine *e, int R)
             memcpy(s->kc + at, e->k + (size_t)r * KD, KD * sizeof(float));
             memcpy(s->vc + at, e->v + (size_t)r * KD, KD * sizeof(float));
         }
+        #pragma omp parallel for schedule(dynamic) if (R > 1)
         for (int r = 0; r < R; r++) {
             gen_seq *s = &e->seq[e->slot[r]];
             size_t base = (size_t)l * e->max_len * KD;
-            attention_decode(e->att + (size_t)r * HD, e->scratch, e->q + (size_t)r * HD,
+            float *scratch = e->scratch + (size_t)omp_get_thread_num() * H * e->max_len;
+            attention_decode(e->att + (size_t)r * HD, scratch, e->q + (size_t)r * HD,
                              s->kc + base, s->vc + base, e->pos[r] + 1, H, KV, D);
         }
         matmul_forward(e->x, e->att, w->wo, R, HD, C, 1.0f);

@@ -276,6 +276,7 @@ void model_free(model *m)
     free(m->acts);
     free(m->la);
     free(m->scratch);
+    free(m->att_scratch);
     free(m->tokens);
     free(m->targets);
     free(m->pos);
@@ -335,7 +336,7 @@ static void carve_block(block_acts *a, float **p, const model_config *c, int B, 
     a->q = carve(p, N * HD);        a->k = carve(p, N * KD);     a->v = carve(p, N * KD);
     a->q_rstd = carve(p, N * c->n_heads);   a->k_rstd = carve(p, N * c->n_kv_heads);
     a->qr = carve(p, N * HD);       a->kr = carve(p, N * KD);
-    a->att = carve(p, (size_t)B * c->n_heads * T * T);
+    a->att_lse = carve(p, (size_t)B * c->n_heads * T);
     a->atty = carve(p, N * HD);
     a->res_mid = carve(p, N * C);
     a->ln2 = carve(p, N * C);       a->ln2_rstd = carve(p, N);
@@ -355,6 +356,7 @@ static size_t carve_acts(model *m, float *base, int B, int T)
     m->lnf_rstd = carve(&p, N);
     m->logits = carve(&p, N * V);
     m->losses = carve(&p, N);
+    m->lse = carve(&p, N);
     if (c->n_mtp) {
         m->mtp_emb = carve(&p, N * C);
         m->mtp_en = carve(&p, N * C);   m->mtp_en_rstd = carve(&p, N);
@@ -365,6 +367,7 @@ static size_t carve_acts(model *m, float *base, int B, int T)
         m->mtp_lnf = carve(&p, N * C);  m->mtp_lnf_rstd = carve(&p, N);
         m->mtp_logits = carve(&p, N * V);
         m->mtp_losses = carve(&p, N);
+        m->mtp_lse = carve(&p, N);
     }
     return (size_t)(p - base);
 }
@@ -373,7 +376,7 @@ static size_t carve_acts(model *m, float *base, int B, int T)
  * layer), the residual gradient, and the MTP extras. */
 typedef struct {
     float *dres, *dres_mid, *dln, *dact, *dgate, *dup, *datty;
-    float *dqr, *dq, *dkr, *dk, *dv, *datt;
+    float *dqr, *dq, *dkr, *dk, *dv;
     float *dh_mtp, *dcat, *dtmp;
 } grad_scratch;
 
@@ -384,19 +387,45 @@ static size_t carve_scratch(const model *m, grad_scratch *s, float *base)
     size_t HD = (size_t)c->n_heads * c->head_dim, KD = (size_t)c->n_kv_heads * c->head_dim;
     float *p = base;
     s->dres = carve(&p, N * C);  s->dres_mid = carve(&p, N * C);  s->dln = carve(&p, N * C);
+    /* The MLP's and the attention's gradients are never live at the same
+     * time (block_backward finishes one before starting the other), so
+     * they share one region. */
+    float *shared = p;
     s->dact = carve(&p, N * I);  s->dgate = carve(&p, N * I);     s->dup = carve(&p, N * I);
+    float *mlp_end = p;
+    p = shared;
     s->datty = carve(&p, N * HD);
     s->dqr = carve(&p, N * HD);  s->dq = carve(&p, N * HD);
     s->dkr = carve(&p, N * KD);  s->dk = carve(&p, N * KD);       s->dv = carve(&p, N * KD);
-    s->datt = carve(&p, (size_t)m->B * c->n_heads * m->T * m->T);
+    if (p < mlp_end) p = mlp_end;
     s->dh_mtp = carve(&p, c->n_mtp ? N * C : 0);
     s->dcat = carve(&p, c->n_mtp ? N * 2 * C : 0);
     s->dtmp = carve(&p, c->n_mtp ? N * C : 0);
     return (size_t)(p - base);
 }
 
+void model_release_acts(model *m)
+{
+    free(m->acts);
+    free(m->scratch);
+    free(m->att_scratch);
+    m->acts = m->scratch = m->att_scratch = NULL;
+    m->att_scratch_n = 0;
+}
+
+/* Attention tiles: sized by the thread count at the time of the call. */
+static void ensure_att_scratch(model *m, int T)
+{
+    size_t n = attention_scratch_floats(T);
+    if (n <= m->att_scratch_n) return;
+    free(m->att_scratch);
+    m->att_scratch = alloc_floats(n);
+    m->att_scratch_n = n;
+}
+
 static void ensure_acts(model *m, int B, int T)
 {
+    ensure_att_scratch(m, T);
     if (m->acts && m->B == B && m->T == T) return;
     free(m->acts);
     free(m->scratch);
@@ -435,7 +464,7 @@ static void block_forward(model *m, const block_weights *w, block_acts *a, const
     rmsnorm_forward(a->kr, a->k_rstd, a->k, w->k_norm, N * KV, D, eps);
     rope_forward(a->qr, m->pos, m->rope_cos, m->rope_sin, N, H, D);
     rope_forward(a->kr, m->pos, m->rope_cos, m->rope_sin, N, KV, D);
-    attention_forward(a->atty, a->att, a->qr, a->kr, a->v, B, T, H, KV, D);
+    attention_forward(a->atty, a->att_lse, m->att_scratch, a->qr, a->kr, a->v, B, T, H, KV, D);
     memcpy(a->res_mid, x, sizeof(float) * N * C);
     matmul_forward(a->res_mid, a->atty, w->wo, N, HD, C, 1.0f);
     rmsnorm_forward(a->ln2, a->ln2_rstd, a->res_mid, w->post_norm, N, C, eps);
@@ -478,7 +507,7 @@ static void mtp_forward(model *m, const float *h)
     block_forward(m, &m->w.mtp_block, &m->mtp_la, m->mtp_x);
     rmsnorm_forward(m->mtp_lnf, m->mtp_lnf_rstd, m->mtp_la.res_out, m->w.norm, N, C, c->rms_norm_eps);
     matmul_forward(m->mtp_logits, m->mtp_lnf, m->w.lm_head, N, C, V, 0);
-    crossentropy_forward_backward(m->mtp_losses, NULL, m->mtp_logits, m->mtp_targets, N, V, 0);
+    crossentropy_forward(m->mtp_losses, m->mtp_lse, m->mtp_logits, m->mtp_targets, N, V);
     m->mtp_loss_sum = sum_losses(m->mtp_losses, m->mtp_targets, N, &m->n_mtp_targets);
 }
 
@@ -497,7 +526,7 @@ float model_forward(model *m, const int *tokens, const int *targets, int B, int 
     }
     rmsnorm_forward(m->lnf, m->lnf_rstd, x, m->w.norm, N, C, c->rms_norm_eps);
     matmul_forward(m->logits, m->lnf, m->w.lm_head, N, C, V, 0);
-    crossentropy_forward_backward(m->losses, NULL, m->logits, m->targets, N, V, 0);
+    crossentropy_forward(m->losses, m->lse, m->logits, m->targets, N, V);
     m->loss_sum = sum_losses(m->losses, m->targets, N, &m->n_targets);
     double loss = m->n_targets ? m->loss_sum / m->n_targets : 0;
     m->mtp_loss_sum = 0;
@@ -535,8 +564,8 @@ static void block_backward(model *m, const block_weights *w, block_weights *gw,
     zero(s->datty, (size_t)N * HD);
     matmul_backward(s->datty, gw->wo, s->dres_mid, a->atty, w->wo, N, HD, C);
     zero(s->dqr, (size_t)N * HD); zero(s->dkr, (size_t)N * KD); zero(s->dv, (size_t)N * KD);
-    attention_backward(s->dqr, s->dkr, s->dv, s->datt, s->datty, a->att, a->qr, a->kr, a->v,
-                       B, T, H, KV, D);
+    attention_backward(s->dqr, s->dkr, s->dv, m->att_scratch, s->datty, a->atty, a->att_lse,
+                       a->qr, a->kr, a->v, B, T, H, KV, D);
     rope_backward(s->dqr, m->pos, m->rope_cos, m->rope_sin, N, H, D);
     rope_backward(s->dkr, m->pos, m->rope_cos, m->rope_sin, N, KV, D);
     zero(s->dq, (size_t)N * HD); zero(s->dk, (size_t)N * KD);
@@ -556,8 +585,7 @@ static void mtp_backward(model *m, const float *h, float scale, grad_scratch *s)
     const model_config *c = &m->cfg;
     int N = m->B * m->T, C = c->hidden_size, V = c->vocab_size;
     size_t NC = (size_t)N * C;
-    crossentropy_forward_backward(m->mtp_losses, m->mtp_logits, m->mtp_logits, m->mtp_targets,
-                                  N, V, scale);
+    crossentropy_backward(m->mtp_logits, m->mtp_logits, m->mtp_lse, m->mtp_targets, N, V, scale);
     zero(s->dln, NC);
     matmul_backward(s->dln, m->g.lm_head, m->mtp_logits, m->mtp_lnf, m->w.lm_head, N, C, V);
     zero(s->dres, NC);
@@ -590,7 +618,7 @@ void model_backward(model *m, float main_scale, float mtp_scale)
     size_t NC = (size_t)N * C;
     const float *h = m->la[L - 1].res_out;
     if (c->n_mtp) mtp_backward(m, h, mtp_scale, &s);
-    crossentropy_forward_backward(m->losses, m->logits, m->logits, m->targets, N, V, main_scale);
+    crossentropy_backward(m->logits, m->logits, m->lse, m->targets, N, V, main_scale);
     zero(s.dln, NC);
     matmul_backward(s.dln, m->g.lm_head, m->logits, m->lnf, m->w.lm_head, N, C, V);
     if (c->n_mtp) memcpy(s.dres, s.dh_mtp, NC * sizeof(float));

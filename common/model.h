@@ -90,8 +90,8 @@ typedef struct {
     float *q, *k, *v;           /* (N,H*D) (N,KV*D) (N,KV*D) before norm */
     float *q_rstd, *k_rstd;     /* (N*H) (N*KV) */
     float *qr, *kr;             /* normed + rotated */
-    float *att;                 /* (B,H,T,T) */
-    float *atty;                /* (N,H*D) */
+    float *att_lse;             /* (B,H,T) softmax log-sum-exp per query row */
+    float *atty;                /* (N,H*D) attention output */
     float *res_mid;             /* (N,C) x + attention */
     float *ln2, *ln2_rstd;
     float *gate, *up, *act;     /* (N,I) */
@@ -116,16 +116,18 @@ typedef struct {
     block_acts    *la;          /* [L] */
     float         *lnf, *lnf_rstd;   /* (N,C) (N) */
     float         *logits;      /* (N,V); dlogits in place after backward */
-    float         *losses;      /* (N) */
+    float         *losses, *lse;   /* (N) (N) loss and log-sum-exp per row */
     /* MTP */
     int           *mtp_tokens, *mtp_targets;   /* (N) */
     float         *mtp_emb, *mtp_en, *mtp_en_rstd, *mtp_hn, *mtp_hn_rstd;
     float         *mtp_cat;     /* (N,2C) */
     float         *mtp_x;       /* (N,C) fc output = block input */
     block_acts     mtp_la;
-    float         *mtp_lnf, *mtp_lnf_rstd, *mtp_logits, *mtp_losses;
-    /* backward scratch */
+    float         *mtp_lnf, *mtp_lnf_rstd, *mtp_logits, *mtp_losses, *mtp_lse;
+    /* backward scratch; attention tiles (forward and backward) */
     float         *scratch;
+    float         *att_scratch;
+    size_t         att_scratch_n;
     int           *tokens, *targets, *pos;   /* (N) */
     float         *rope_cos, *rope_sin;      /* (rope_len, D/2) */
     int            rope_len;
@@ -157,6 +159,11 @@ float  model_forward(model *m, const int *tokens, const int *targets, int B, int
  * into m->grads.  model_backward_mean uses 1/n_targets and w/n_mtp. */
 void   model_backward(model *m, float main_scale, float mtp_scale);
 void   model_backward_mean(model *m);
+
+/* Free the training activations and scratch (the next forward
+ * allocates them again): call before a checkpoint is serialised so the
+ * two never add up in the peak memory. */
+void   model_release_acts(model *m);
 
 /* RoPE tables covering positions [0, P). */
 void   model_rope_ensure(model *m, int P);

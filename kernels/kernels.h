@@ -21,6 +21,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Kernels that call BLAS from inside OpenMP threads call this first: it
+ * makes a pthreads OpenBLAS single-threaded (once, for the process) so
+ * the two thread pools do not compete for the cores. */
+void matmul_init(void);
+
 /* out (N,OC) = inp (N,C) W^T, W (OC,C).  beta=0: overwrite; 1: add. */
 void matmul_forward(float *out, const float *inp, const float *w,
                     int N, int C, int OC, float beta);
@@ -48,17 +53,31 @@ void rope_backward(float *dx, const int *pos, const float *cos_t,
                    const float *sin_t, int N, int nh, int D);
 
 /* Causal grouped-query attention over B sequences of T tokens.
- * q (B,T,H,D), k/v (B,T,KV,D), out (B,T,H,D), att (B,H,T,T) softmax
- * probabilities (row t only columns <= t are written/valid).
- * Query head h reads kv head h / (H/KV); scale = D^-0.5. */
-void attention_forward(float *out, float *att, const float *q,
+ * q (B,T,H,D), k/v (B,T,KV,D), out (B,T,H,D); query head h reads kv head
+ * h / (H/KV); scale = D^-0.5.  lse (B,H,T) gets each query row's
+ * log-sum-exp of scaled scores, all backward needs besides the inputs
+ * (the probabilities are recomputed from it, flash-attention style).
+ * scratch: attention_scratch_floats(T) floats (per-thread tiles; the
+ * size depends on omp_get_max_threads() at the time of the call). */
+size_t attention_scratch_floats(int T);
+void attention_forward(float *out, float *lse, float *scratch, const float *q,
                        const float *k, const float *v,
                        int B, int T, int H, int KV, int D);
-/* datt is (B,H,T,T) scratch.  dq/dk/dv accumulate. */
-void attention_backward(float *dq, float *dk, float *dv, float *datt,
-                        const float *dout, const float *att,
+/* dq/dk/dv accumulate.  out and lse are what forward produced. */
+void attention_backward(float *dq, float *dk, float *dv, float *scratch,
+                        const float *dout, const float *out, const float *lse,
                         const float *q, const float *k, const float *v,
                         int B, int T, int H, int KV, int D);
+/* Reference versions (plain loops, for tests): att (B,H,T,T) holds the
+ * softmax probabilities (row t: only columns <= t are valid); datt is
+ * (B,H,T,T) scratch. */
+void attention_forward_ref(float *out, float *att, const float *q,
+                           const float *k, const float *v,
+                           int B, int T, int H, int KV, int D);
+void attention_backward_ref(float *dq, float *dk, float *dv, float *datt,
+                            const float *dout, const float *att,
+                            const float *q, const float *k, const float *v,
+                            int B, int T, int H, int KV, int D);
 
 /* One decoding step against a cache: q (H,D) for the token at position
  * n_ctx-1 whose k/v are already stored at kc/vc (S, KV, D) rows
@@ -80,9 +99,15 @@ void embedding_backward(float *dwte, const float *dout, const int *tokens,
                         int N, int C);
 
 /* Softmax cross-entropy over logits (N,V).  targets[n] < 0 = no loss.
- * losses[n] gets -log p(target) (0 where ignored).  If dlogits is not
- * NULL it is OVERWRITTEN (it may alias logits) with
- * scale * (softmax - onehot) on counted rows and 0 elsewhere. */
+ * Forward: losses[n] = -log p(target) and lse[n] = log-sum-exp of the
+ * row (both 0 where ignored).  Backward OVERWRITES dlogits (it may alias
+ * logits) with scale * (softmax - onehot) on counted rows, 0 elsewhere,
+ * using the saved lse: one pass over the row, no second reduction. */
+void crossentropy_forward(float *losses, float *lse, const float *logits,
+                          const int *targets, int N, int V);
+void crossentropy_backward(float *dlogits, const float *logits, const float *lse,
+                           const int *targets, int N, int V, float scale);
+/* Reference (double precision, both at once; dlogits may be NULL). */
 void crossentropy_forward_backward(float *losses, float *dlogits,
                                    const float *logits, const int *targets,
                                    int N, int V, float scale);
@@ -101,5 +126,22 @@ void adamw_update(float *p, float *m, float *v, const float *g, size_t n,
 double sumsq(const float *x, size_t n);
 /* x *= s. */
 void scale_inplace(float *x, size_t n, float s);
+
+/* Reference versions of the fast kernels above: plain serial loops,
+ * obviously correct, same arguments; kept callable so tests can check
+ * each fast kernel against its reference (the llm.c kernel ladder).
+ * The attention and cross-entropy references are declared with theirs. */
+void matmul_forward_ref(float *out, const float *inp, const float *w,
+                        int N, int C, int OC, float beta);
+void matmul_backward_ref(float *dinp, float *dw, const float *dout,
+                         const float *inp, const float *w, int N, int C, int OC);
+void rmsnorm_forward_ref(float *out, float *rstd, const float *inp,
+                         const float *w, int N, int C, float eps);
+void rmsnorm_backward_ref(float *dinp, float *dw, const float *dout,
+                          const float *inp, const float *w, const float *rstd,
+                          int N, int C);
+void swiglu_forward_ref(float *out, const float *gate, const float *up, size_t N);
+void swiglu_backward_ref(float *dgate, float *dup, const float *dout,
+                         const float *gate, const float *up, size_t N);
 
 #endif

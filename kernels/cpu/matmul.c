@@ -1,23 +1,129 @@
 /* matmul.c — dense layers on OpenBLAS sgemm (CPU back end).
- * Weights are (OC, C) as in Hugging Face, so forward is inp W^T. */
+ * Weights are (OC, C) as in Hugging Face, so forward is inp W^T.
+ *
+ * Threading: the OpenMP threads split each product into disjoint blocks
+ * of the output and each runs a single-threaded sgemm on its block.
+ * Letting OpenBLAS thread itself instead (its pthread build is Debian's
+ * default) puts two thread pools on the same cores: after every sgemm
+ * its workers spin in sched_yield while ours spin in libgomp, and a
+ * 2-core profile spent a third of the time there.  The split is a fixed
+ * function of the sizes and the thread count, and every output element
+ * is still one K-long sum in one call, so results are deterministic for
+ * a given thread count.  With the OpenMP build of OpenBLAS, calls made
+ * inside a parallel region are single-threaded already. */
 #include "kernels.h"
 
 #include <cblas.h>
+#include <omp.h>
+#include <pthread.h>
+
+static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
+
+static void blas_single_threaded(void)
+{
+    /* 1 = pthreads build.  (On the OpenMP build this call would also set
+     * OUR OpenMP thread count, so it is made only where it is needed.) */
+    if (openblas_get_parallel() == 1) openblas_set_num_threads(1);
+}
+
+void matmul_init(void) { pthread_once(&blas_once, blas_single_threaded); }
+
+/* Below this many multiply-adds a split costs more than it saves. */
+#define SPLIT_MIN_FLOPS (64 * 64 * 64)
+
+/* [lo, hi) of part t of n split into nt parts, boundaries rounded to
+ * multiples of 16 (whole SIMD panels for sgemm). */
+static void part(int n, int nt, int t, int *lo, int *hi)
+{
+    int chunk = (n + nt - 1) / nt;
+    chunk = (chunk + 15) / 16 * 16;
+    *lo = t * chunk < n ? t * chunk : n;
+    *hi = *lo + chunk < n ? *lo + chunk : n;
+}
+
+static int threads_for(double flops)
+{
+    int nt = omp_get_max_threads();
+    return flops < SPLIT_MIN_FLOPS ? 1 : nt;
+}
 
 void matmul_forward(float *out, const float *inp, const float *w,
                     int N, int C, int OC, float beta)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, OC, C,
-                1.0f, inp, C, w, C, beta, out, OC);
+    matmul_init();
+    int nt = threads_for((double)N * C * OC);
+    int by_rows = N >= 16 * nt;     /* else (decoding) split the outputs */
+    #pragma omp parallel num_threads(nt)
+    {
+        int lo, hi;
+        part(by_rows ? N : OC, nt, omp_get_thread_num(), &lo, &hi);
+        if (hi > lo && by_rows)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, hi - lo, OC, C,
+                        1.0f, inp + (size_t)lo * C, C, w, C, beta, out + (size_t)lo * OC, OC);
+        else if (hi > lo)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, N, hi - lo, C,
+                        1.0f, inp, C, w + (size_t)lo * C, C, beta, out + lo, OC);
+    }
 }
 
 void matmul_backward(float *dinp, float *dw, const float *dout,
                      const float *inp, const float *w, int N, int C, int OC)
 {
-    if (dinp)   /* (N,OC) x (OC,C) */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, C, OC,
-                    1.0f, dout, OC, w, C, 1.0f, dinp, C);
-    if (dw)     /* (OC,N) x (N,C) */
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, C, N,
-                    1.0f, dout, OC, inp, C, 1.0f, dw, C);
+    matmul_init();
+    int nt = threads_for((double)N * C * OC);
+    #pragma omp parallel num_threads(nt)
+    {
+        int t = omp_get_thread_num(), lo, hi;
+        if (dinp) {   /* (N,OC) x (OC,C): split rows, or columns when few */
+            int by_rows = N >= 16 * nt;
+            part(by_rows ? N : C, nt, t, &lo, &hi);
+            if (hi > lo && by_rows)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, hi - lo, C, OC,
+                            1.0f, dout + (size_t)lo * OC, OC, w, C, 1.0f, dinp + (size_t)lo * C, C);
+            else if (hi > lo)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, hi - lo, OC,
+                            1.0f, dout, OC, w + lo, C, 1.0f, dinp + lo, C);
+        }
+        if (dw) {     /* (OC,N) x (N,C): split the larger side of dw */
+            int by_rows = OC >= C;
+            part(by_rows ? OC : C, nt, t, &lo, &hi);
+            if (hi > lo && by_rows)
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, hi - lo, C, N,
+                            1.0f, dout + lo, OC, inp, C, 1.0f, dw + (size_t)lo * C, C);
+            else if (hi > lo)
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, OC, hi - lo, N,
+                            1.0f, dout, OC, inp + lo, C, 1.0f, dw + lo, C);
+        }
+    }
+}
+
+/* ------------------------------------------------------------ reference */
+
+void matmul_forward_ref(float *out, const float *inp, const float *w,
+                        int N, int C, int OC, float beta)
+{
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) {
+            double s = 0;
+            for (int i = 0; i < C; i++) s += (double)inp[(size_t)n * C + i] * w[(size_t)o * C + i];
+            float *y = out + (size_t)n * OC + o;
+            *y = (float)s + (beta != 0 ? beta * *y : 0);
+        }
+}
+
+void matmul_backward_ref(float *dinp, float *dw, const float *dout,
+                         const float *inp, const float *w, int N, int C, int OC)
+{
+    for (int n = 0; n < N && dinp; n++)
+        for (int i = 0; i < C; i++) {
+            double s = 0;
+            for (int o = 0; o < OC; o++) s += (double)dout[(size_t)n * OC + o] * w[(size_t)o * C + i];
+            dinp[(size_t)n * C + i] += (float)s;
+        }
+    for (int o = 0; o < OC && dw; o++)
+        for (int i = 0; i < C; i++) {
+            double s = 0;
+            for (int n = 0; n < N; n++) s += (double)dout[(size_t)n * OC + o] * inp[(size_t)n * C + i];
+            dw[(size_t)o * C + i] += (float)s;
+        }
 }

@@ -1,14 +1,90 @@
 /* rmsnorm.c — RMSNorm forward and backward (CPU back end).
  * y = w * x * rstd, rstd = 1/sqrt(mean(x^2) + eps).  Used for the block
- * norms (C = hidden) and the per-head q/k norms (C = head_dim). */
+ * norms (C = hidden) and the per-head q/k norms (C = head_dim).
+ * Row loops are vectorised helpers built per CPU; sums are in double.
+ * The _ref versions are the plain loops the fast ones are tested against. */
 #include "kernels.h"
+#include "cpu/vecmath.h"
 
 #include <math.h>
+
+HAT_CLONES
+static float norm_row(float *y, const float *x, const float *w, int C, float eps)
+{
+    double ss = 0;
+    #pragma omp simd reduction(+:ss)
+    for (int i = 0; i < C; i++) ss += (double)x[i] * x[i];
+    float r = (float)(1.0 / sqrt(ss / C + eps));
+    #pragma omp simd
+    for (int i = 0; i < C; i++) y[i] = w[i] * (x[i] * r);
+    return r;
+}
 
 void rmsnorm_forward(float *out, float *rstd, const float *inp,
                      const float *w, int N, int C, float eps)
 {
     #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        float r = norm_row(out + (size_t)n * C, inp + (size_t)n * C, w, C, eps);
+        if (rstd) rstd[n] = r;
+    }
+}
+
+/* dx += r * (w*dy - x * r^2 * mean(w*dy*x)) for one row. */
+HAT_CLONES
+static void dnorm_row(float *dx, const float *dy, const float *x, const float *w, float r, int C)
+{
+    double dot = 0;
+    #pragma omp simd reduction(+:dot)
+    for (int i = 0; i < C; i++) dot += (double)w[i] * dy[i] * x[i];
+    float k = (float)(dot / C) * r * r;
+    #pragma omp simd
+    for (int i = 0; i < C; i++) dx[i] += r * (w[i] * dy[i] - x[i] * k);
+}
+
+/* dw[c0..c0+16) += sum over rows of dy * x * rstd: 16 columns = one
+ * cache line per row, rows in order (deterministic for any threads). */
+#define DW_COLS 16
+HAT_CLONES
+static void dw_cols(float *dw, const float *dout, const float *inp, const float *rstd,
+                    int N, int C, int c0, int nc)
+{
+    double acc[DW_COLS] = { 0 };
+    for (int n = 0; n < N; n++) {
+        const float *dy = dout + (size_t)n * C + c0, *x = inp + (size_t)n * C + c0;
+        double r = rstd[n];
+        #pragma omp simd
+        for (int j = 0; j < nc; j++) acc[j] += (double)dy[j] * x[j] * r;
+    }
+    for (int j = 0; j < nc; j++) dw[c0 + j] += (float)acc[j];
+}
+
+void rmsnorm_backward(float *dinp, float *dw, const float *dout,
+                      const float *inp, const float *w, const float *rstd,
+                      int N, int C)
+{
+    int nb = (C + DW_COLS - 1) / DW_COLS;
+    #pragma omp parallel
+    {
+        #pragma omp for schedule(static) nowait
+        for (int n = 0; n < N; n++)
+            dnorm_row(dinp + (size_t)n * C, dout + (size_t)n * C, inp + (size_t)n * C,
+                      w, rstd[n], C);
+        if (dw) {
+            #pragma omp for schedule(static)
+            for (int b = 0; b < nb; b++) {
+                int c0 = b * DW_COLS;
+                dw_cols(dw, dout, inp, rstd, N, C, c0, C - c0 < DW_COLS ? C - c0 : DW_COLS);
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------ reference */
+
+void rmsnorm_forward_ref(float *out, float *rstd, const float *inp,
+                         const float *w, int N, int C, float eps)
+{
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         float *y = out + (size_t)n * C;
@@ -20,14 +96,10 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp,
     }
 }
 
-/* dx = r * (w*dy - x * r^2 * mean(w*dy*x)).  dw sums over rows: the
- * rows are split into fixed per-thread chunks whose partial sums are
- * added in thread order, so the result does not depend on timing. */
-void rmsnorm_backward(float *dinp, float *dw, const float *dout,
-                      const float *inp, const float *w, const float *rstd,
-                      int N, int C)
+void rmsnorm_backward_ref(float *dinp, float *dw, const float *dout,
+                          const float *inp, const float *w, const float *rstd,
+                          int N, int C)
 {
-    #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
         float *dx = dinp + (size_t)n * C;
@@ -38,8 +110,6 @@ void rmsnorm_backward(float *dinp, float *dw, const float *dout,
         for (int i = 0; i < C; i++) dx[i] += r * (w[i] * dy[i] - x[i] * k);
     }
     if (!dw) return;
-    /* Columns are independent: parallelise over columns, rows in order. */
-    #pragma omp parallel for schedule(static)
     for (int i = 0; i < C; i++) {
         double acc = 0;
         for (int n = 0; n < N; n++)
