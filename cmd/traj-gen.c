@@ -1,6 +1,7 @@
 /* traj-gen — teacher trajectories: tasks + harness → traj.jsonl, through the simulator. */
 #include "cli.h"
 #include "harness.h"
+#include "judge.h"
 #include "jsonl.h"
 #include "rng.h"
 #include "sim.h"
@@ -25,7 +26,8 @@ static const char usage[] =
     "  --keep-retries P    fraction that keep failed attempts before a successful retry (default 0.1)\n"
     "  --teacher-cmd CMD   policy program: reads {\"harness\",\"messages\",\"tools\"} on stdin,\n"
     "                      prints one assistant message as JSON\n"
-    "  --keep-if EXPR      filter by judge verdict (needs judge(1); not available yet)\n"
+    "  --keep-if EXPR      keep only trajectories whose verdict satisfies EXPR, e.g.\n"
+    "                      'pass' or 'accuracy=1,effectiveness>=0.5' (judge(1))\n"
     "  --seed N            seed (default 1)\n"
     "  --skip-bad          skip bad task lines and failed tasks, report the count\n";
 
@@ -110,6 +112,18 @@ static int write_traj(hat_out *o, const json_t *task, const json_t *h, json_t *m
     return rc;
 }
 
+/* --keep-if: score from the simulator's own record of the conversation
+ * (no replay needed: the messages came from this very simulator). */
+static int keep(judge *j, const judge_filter *f, sim *s, const json_t *task, const json_t *h,
+                const json_t *msgs)
+{
+    judge_verdict v;
+    judge_score_record(j, task, h, sim_record(s), msgs, &v);
+    int ok = judge_filter_match(f, &v);
+    judge_verdict_clear(&v);
+    return ok;
+}
+
 int main(int argc, char **argv)
 {
     enum { O_WORLD = 1, O_HARNESS, O_THINK, O_KEEP, O_CMD, O_KEEPIF };
@@ -122,6 +136,7 @@ int main(int argc, char **argv)
     const char *wpath = NULL, *hpath = NULL;
     teacher_opts to = { 0, 0.1 };
     policy pol = { NULL, NULL };
+    const char *keep_if = NULL;
     int opt;
     cli_init(argc, argv);
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
@@ -131,8 +146,7 @@ int main(int argc, char **argv)
         case O_THINK: to.think = cli_double(&spec, "--think", optarg, 0, 1); break;
         case O_KEEP: to.keep_retries = cli_double(&spec, "--keep-retries", optarg, 0, 1); break;
         case O_CMD: pol.cmd = optarg; break;
-        case O_KEEPIF: cli_usage_error(&spec, "--keep-if needs judge(1), which is not available yet; "
-                                       "filter with 'judge' when it lands");
+        case O_KEEPIF: keep_if = optarg; break;
         }
     }
     if (!wpath) cli_usage_error(&spec, "--world is required");
@@ -144,6 +158,15 @@ int main(int argc, char **argv)
     teacher *t = pol.cmd ? NULL : teacher_new();
     if (!pol.cmd && !t) { json_decref(h0); world_free(w); return EXIT_FAIL; }
     if (pol.cmd) pol.tmp = xasprintf("%s/traj-gen-%ld.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
+    judge *jg = NULL;
+    judge_filter *filter = NULL;
+    if (keep_if) {
+        char *err = NULL;
+        if (!(filter = judge_filter_parse(keep_if, &err)))
+            cli_usage_error(&spec, "--keep-if: %s", err);
+        if (!(jg = judge_new(w, NULL, &err))) hat_die("%s", err);
+    }
+    long dropped = 0;
     sim *s = sim_new(w);
     hat_out *o = out_open(c.output);
     int rc = o ? 0 : -1, nin = optind < argc ? argc - optind : 1;
@@ -174,6 +197,8 @@ int main(int argc, char **argv)
                 free(err);
                 bad++;
                 if (!c.skip_bad) rc = -1;
+            } else if (filter && !keep(jg, filter, s, task, h ? h : h0, msgs)) {
+                dropped++;
             } else {
                 rc = write_traj(o, task, h ? h : h0, msgs, meta);
             }
@@ -187,6 +212,9 @@ int main(int argc, char **argv)
         if (jsonl_close(r)) rc = -1;
     }
     if (c.skip_bad && bad) hat_warn("skipped %ld bad tasks", bad);
+    if (filter) hat_warn("--keep-if: kept %ld of %ld trajectories", n - bad - dropped, n - bad);
+    judge_filter_free(filter);
+    judge_free(jg);
     if (o) { if (rc) out_abort(o); else rc = out_close(o); }
     if (pol.tmp) { unlink(pol.tmp); free(pol.tmp); }
     sim_free(s);

@@ -70,7 +70,8 @@ n=$(wc -l < "$T/.out")
 [ "$n" = 2 ] && pass "--skip-bad keeps the good lines" || flunk "--skip-bad keeps the good lines" "$n"
 fails "traj-gen without harness" 1 traj-gen --world "$T/w.json" "$T/t4.jsonl"
 has "no harness message" "$T/.err" "no harness"
-fails "--keep-if is not available yet" 2 traj-gen --world "$T/w.json" --harness "$H" --keep-if 'accuracy==1'
+fails "--keep-if with an unknown field" 2 traj-gen --world "$T/w.json" --harness "$H" --keep-if 'acc>1'
+has "--keep-if names the field" "$T/.err" "unknown verdict field 'acc'"
 
 # An external policy: load the first reply skill, then greet.
 cat > "$T/policy.sh" <<'POL'
@@ -88,6 +89,16 @@ task-gen --world "$T/w.json" -n 3 --intent greeting > "$T/g.jsonl"
 ok "--teacher-cmd" traj-gen --world "$T/w.json" --harness "$H" --teacher-cmd "$T/policy.sh" -o "$T/cmd.jsonl" "$T/g.jsonl"
 n=$(jq -c 'select(.meta.accepted == true and (.messages|length) == 4)' "$T/cmd.jsonl" | wc -l)
 [ "$n" = 3 ] && pass "--teacher-cmd trajectories accepted" || flunk "--teacher-cmd trajectories accepted" "$n: $(head -c 600 "$T/cmd.jsonl")"
+# --keep-if scores each trajectory with the judge: the greeting policy
+# passes on greetings and fails on price questions.
+ok "--keep-if pass on greetings" traj-gen --world "$T/w.json" --harness "$H" --teacher-cmd "$T/policy.sh" --keep-if pass -o "$T/kg.jsonl" "$T/g.jsonl"
+has "greetings kept" "$T/.err" "kept 3 of 3"
+task-gen --world "$T/w.json" -n 3 --intent price > "$T/p.jsonl"
+ok "--keep-if pass on price questions" traj-gen --world "$T/w.json" --harness "$H" --teacher-cmd "$T/policy.sh" --keep-if pass -o "$T/kp.jsonl" "$T/p.jsonl"
+has "wrong answers dropped" "$T/.err" "kept 0 of 3"
+[ ! -s "$T/kp.jsonl" ] && pass "nothing written for dropped trajectories" || flunk "nothing written for dropped trajectories"
+ok "--keep-if on a failed component" traj-gen --world "$T/w.json" --harness "$H" --teacher-cmd "$T/policy.sh" --keep-if 'skill_selection<1' -o "$T/ks.jsonl" "$T/p.jsonl"
+has "failed component selected" "$T/.err" "kept 3 of 3"
 printf '#!/bin/sh\ncat >/dev/null; echo nope\n' > "$T/broken.sh"; chmod +x "$T/broken.sh"
 fails "--teacher-cmd printing no JSON" 1 traj-gen --world "$T/w.json" --harness "$H" --teacher-cmd "$T/broken.sh" "$T/g.jsonl"
 has "policy error message" "$T/.err" "g.jsonl:1: --teacher-cmd printed no JSON message"

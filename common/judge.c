@@ -1,0 +1,947 @@
+/* judge.c — replay a trajectory through the simulator and score it (see
+ * judge.h): the record comes from sim, the checks read the task's gold
+ * label, the harness's limits and the config's weights and term lists. */
+#include "judge.h"
+#include "harness.h"
+#include "jsonl.h"
+#include "sim.h"
+#include "tasks.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <utf8proc.h>
+
+const char *const judge_comp_names[JUDGE_NCOMP] = {
+    "accuracy", "effectiveness", "tool_rationality", "skill_selection", "cot_penalty"
+};
+
+struct judge {
+    const world  *w;
+    json_t       *cfg;
+    sim          *s;
+    double        weight[JUDGE_NCOMP], threshold;
+    int           require_accuracy;
+    double        cot_budget, cot_scale, cot_max;
+    const json_t *ded, *t_decline, *t_redirect, *t_honest, *t_promise, *t_question, *currency;
+    json_t       *statuses;        /* order status words of the world */
+    /* harness-derived state, rebuilt when the harness pointer changes */
+    const json_t *h;
+    long          max_chars, max_emoji, max_retries, max_tool_calls, max_turns;
+    const json_t *banned;
+    int           has_reply_skill;
+};
+
+/* ---- config ------------------------------------------------------------------- */
+
+json_t *judge_default_config(void)
+{
+    char *p = hat_data_path("judge/default.json");
+    if (!p) { hat_warn("cannot find data file judge/default.json (set HAT_DATA)"); return NULL; }
+    json_t *c = json_load_path(p);
+    free(p);
+    return c;
+}
+
+static const char *term_lists[] = { "decline", "redirect", "honest", "promise", "question" };
+
+char *judge_config_check(const json_t *c)
+{
+    if (!json_is_object(c)) return xstrdup("a judge config must be a JSON object");
+    const json_t *w = json_object_get(c, "weights");
+    if (!json_is_object(w)) return xstrdup("missing \"weights\" object");
+    for (int i = 0; i < JUDGE_NCOMP; i++) {
+        const json_t *v = json_object_get(w, judge_comp_names[i]);
+        if (!json_is_number(v) || json_number_value(v) < 0)
+            return xasprintf("weights.%s must be a number >= 0", judge_comp_names[i]);
+    }
+    const json_t *p = json_object_get(c, "pass");
+    if (!json_is_number(json_object_get(p, "threshold")))
+        return xstrdup("pass.threshold must be a number");
+    const json_t *cot = json_object_get(c, "cot");
+    if (!json_is_number(json_object_get(cot, "budget")) || json_number_value(json_object_get(cot, "budget")) < 0)
+        return xstrdup("cot.budget must be a number >= 0");
+    if (!json_is_number(json_object_get(cot, "scale")) || json_number_value(json_object_get(cot, "scale")) <= 0)
+        return xstrdup("cot.scale must be a number > 0");
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get((json_t *)c, "deductions"), k, v)
+        if (!json_is_number(v) || json_number_value(v) < 0)
+            return xasprintf("deductions.%s must be a number >= 0", k);
+    for (size_t i = 0; i < sizeof term_lists / sizeof term_lists[0]; i++) {
+        const json_t *l = json_object_get(json_object_get(c, "terms"), term_lists[i]);
+        if (!json_is_array(l)) return xasprintf("terms.%s must be a list of strings", term_lists[i]);
+    }
+    return NULL;
+}
+
+static double num(const json_t *o, const char *k, double dflt)
+{
+    const json_t *v = json_object_get(o, k);
+    return json_is_number(v) ? json_number_value(v) : dflt;
+}
+
+judge *judge_new(const world *w, const json_t *config, char **err)
+{
+    *err = NULL;
+    json_t *c = config ? json_incref((json_t *)config) : judge_default_config();
+    if (!c) { *err = xstrdup("no judge config"); return NULL; }
+    if ((*err = judge_config_check(c))) { json_decref(c); return NULL; }
+    judge *j = xcalloc(1, sizeof *j);
+    j->w = w;
+    j->cfg = c;
+    j->s = sim_new(w);
+    const json_t *wt = json_object_get(c, "weights"), *p = json_object_get(c, "pass"), *cot = json_object_get(c, "cot");
+    for (int i = 0; i < JUDGE_NCOMP; i++) j->weight[i] = num(wt, judge_comp_names[i], 0);
+    j->threshold = num(p, "threshold", 0.9);
+    j->require_accuracy = !json_is_false(json_object_get(p, "require_accuracy"));
+    j->cot_budget = num(cot, "budget", 96);
+    j->cot_scale = num(cot, "scale", 96);
+    j->cot_max = num(cot, "max_penalty", 1);
+    j->ded = json_object_get(c, "deductions");
+    const json_t *t = json_object_get(c, "terms");
+    j->t_decline = json_object_get(t, "decline");
+    j->t_redirect = json_object_get(t, "redirect");
+    j->t_honest = json_object_get(t, "honest");
+    j->t_promise = json_object_get(t, "promise");
+    j->t_question = json_object_get(t, "question");
+    j->currency = json_object_get(c, "currency");
+    /* Order statuses: a wrong status names another of these. */
+    j->statuses = json_array();
+    json_t *seen = json_object();
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(world_json(w), "orders"), i, o) {
+        const char *st = json_string_value(json_object_get(o, "status"));
+        if (st && !json_object_get(seen, st)) {
+            json_object_set_new(seen, st, json_true());
+            json_array_append_new(j->statuses, json_string(st));
+        }
+    }
+    json_decref(seen);
+    return j;
+}
+
+void judge_free(judge *j)
+{
+    if (!j) return;
+    sim_free(j->s);
+    json_decref(j->cfg);
+    json_decref(j->statuses);
+    free(j);
+}
+
+const json_t *judge_config(const judge *j) { return j->cfg; }
+
+void judge_verdict_clear(judge_verdict *v)
+{
+    json_decref(v->reasons);
+    memset(v, 0, sizeof *v);
+}
+
+/* ---- harness cache ------------------------------------------------------------- */
+
+static long hparam(const json_t *h, const char *name, long dflt)
+{
+    double v;
+    return harness_param(h, name, &v) ? dflt : (long)v;
+}
+
+static int use_harness(judge *j, const json_t *h, char **err)
+{
+    if (sim_set_harness(j->s, h, err)) return -1;
+    if (h == j->h) return 0;
+    j->h = h;
+    const json_t *hooks = json_object_get(h, "hooks"), *rf = json_object_get(hooks, "reply_format");
+    const char *pc = json_string_value(json_object_get(rf, "max_chars_param"));
+    const char *pe = json_string_value(json_object_get(rf, "max_emoji_param"));
+    /* The limits the system prompt states bind the reply whether or not a
+     * reply_format hook enforces them at run time. */
+    j->max_chars = hparam(h, pc ? pc : "max_chars", -1);
+    j->max_emoji = hparam(h, pe ? pe : "max_emoji", -1);
+    j->max_tool_calls = hparam(h, "max_tool_calls", -1);
+    j->max_turns = hparam(h, "max_turns", -1);
+    j->max_retries = (long)json_integer_value(json_object_get(json_object_get(hooks, "tool_retry"), "max_retries"));
+    j->banned = json_object_get(json_object_get(hooks, "reply_filter"), "banned");
+    j->has_reply_skill = 0;
+    size_t i;
+    json_t *s;
+    json_array_foreach(json_object_get(h, "skills"), i, s) {
+        const char *k = json_string_value(json_object_get(s, "kind"));
+        j->has_reply_skill |= k && !strcmp(k, "reply");
+    }
+    return 0;
+}
+
+/* ---- small text helpers ----------------------------------------------------------- */
+
+static const char *sget(const json_t *o, const char *k) { return json_string_value(json_object_get(o, k)); }
+
+static int word_char(unsigned char c) { return isalnum(c) || c == '_' || c >= 0x80; }
+
+/* term in text, case-insensitively, not glued to word characters (checked
+ * only at ends of the term that are themselves word characters). */
+static int has_word(const char *text, const char *term)
+{
+    size_t n = term ? strlen(term) : 0;
+    if (!n || !text) return 0;
+    for (const char *p = text; (p = strcasestr(p, term)); p++) {
+        int left = p == text || !word_char((unsigned char)p[-1]) || !word_char((unsigned char)term[0]);
+        int right = !word_char((unsigned char)p[n]) || !word_char((unsigned char)term[n - 1]);
+        if (left && right) return 1;
+    }
+    return 0;
+}
+
+static const char *any_word(const char *text, const json_t *terms)
+{
+    size_t i;
+    json_t *t;
+    json_array_foreach(terms, i, t)
+        if (has_word(text, json_string_value(t))) return json_string_value(t);
+    return NULL;
+}
+
+static int is_cjk(utf8proc_int32_t c)
+{
+    return (c >= 0x3040 && c <= 0x30FF) || (c >= 0x3400 && c <= 0x4DBF) || (c >= 0x4E00 && c <= 0x9FFF)
+        || (c >= 0xF900 && c <= 0xFAFF) || (c >= 0xAC00 && c <= 0xD7AF) || (c >= 0x20000 && c <= 0x2FA1F)
+        || (c >= 0x3000 && c <= 0x303F) || (c >= 0xFF00 && c <= 0xFFEF);
+}
+
+int judge_count_tokens(const char *text)
+{
+    if (!text) return 0;
+    int n = 0, in_word = 0;
+    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)text;
+    utf8proc_int32_t c;
+    for (;;) {
+        utf8proc_ssize_t k = utf8proc_iterate(p, -1, &c);
+        if (k <= 0 || c == 0) break;
+        p += k;
+        if (c < 0x80 ? isspace(c) : utf8proc_category(c) == UTF8PROC_CATEGORY_ZS) { in_word = 0; continue; }
+        if (is_cjk(c)) { n++; in_word = 0; continue; }
+        if (!in_word) { n++; in_word = 1; }
+    }
+    return n;
+}
+
+/* Tokens of <think>...</think> spans left in a content string. */
+static int think_tokens(const char *content)
+{
+    int n = 0;
+    for (const char *p = content; p && (p = strstr(p, "<think>")); ) {
+        p += 7;
+        const char *e = strstr(p, "</think>");
+        char *span = e ? xstrndup(p, (size_t)(e - p)) : xstrdup(p);
+        n += judge_count_tokens(span);
+        free(span);
+        if (!e) break;
+        p = e + 8;
+    }
+    return n;
+}
+
+/* Numbers of a reply with their positions, @mentions skipped (as the
+ * simulator's factual_risk reads them); cur = marked as money. */
+typedef struct { double v; int cur; } rnum;
+
+static int marker_before(const char *text, const char *p, const json_t *cur)
+{
+    while (p > text && p[-1] == ' ') p--;
+    size_t i;
+    json_t *m;
+    json_array_foreach(cur, i, m) {
+        size_t n = json_string_length(m);
+        if ((size_t)(p - text) >= n && !strncasecmp(p - n, json_string_value(m), n)) return 1;
+    }
+    return 0;
+}
+
+static int marker_after(const char *p, const json_t *cur)
+{
+    while (*p == ' ') p++;
+    size_t i;
+    json_t *m;
+    json_array_foreach(cur, i, m)
+        if (!strncasecmp(p, json_string_value(m), json_string_length(m))) return 1;
+    return 0;
+}
+
+static int reply_numbers(const char *text, const json_t *cur, rnum *out, int max)
+{
+    int n = 0;
+    const char *p = text;
+    while (*p && n < max) {
+        if (*p == '@') {
+            while (*p && *p != ' ' && *p != ',' && *p != ':' && *p != '\n') p++;
+            continue;
+        }
+        unsigned char prev = p == text ? ' ' : (unsigned char)p[-1];
+        if (isdigit((unsigned char)*p) && !isalnum(prev) && prev != '_' && prev != '.') {
+            char *e;
+            double d = strtod(p, &e);
+            if (e > p && e[-1] == '.') e--;
+            out[n].v = d;
+            out[n].cur = marker_before(text, p, cur) || marker_after(e, cur);
+            n++;
+            p = e;
+            while (isdigit((unsigned char)*p) || *p == '.') p++;
+            continue;
+        }
+        if (isalnum((unsigned char)*p)) { while (isalnum((unsigned char)*p)) p++; continue; }
+        p++;
+    }
+    return n;
+}
+
+static int has_number(const rnum *v, int n, double x)
+{
+    for (int i = 0; i < n; i++) if (fabs(v[i].v - x) < 1e-6) return 1;
+    return 0;
+}
+
+/* ---- reasons -------------------------------------------------------------------- */
+
+typedef struct {
+    judge         *j;
+    judge_verdict *v;
+    double         ded[JUDGE_NCOMP];
+    const json_t  *task, *h, *rec;
+    const char    *reply;          /* accepted reply, or the last offered one */
+    int            accepted;
+} ctx;
+
+static void reason(ctx *x, const char *code, int comp, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static void reason(ctx *x, const char *code, int comp, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *d = NULL;
+    if (vasprintf(&d, fmt, ap) < 0) d = NULL;
+    va_end(ap);
+    json_array_append_new(x->v->reasons, json_pack("{s:s,s:s,s:s}", "code", code,
+        "component", comp < 0 ? "replay" : judge_comp_names[comp], "detail", d ? d : ""));
+    free(d);
+    if (comp >= 0) x->ded[comp] += num(x->j->ded, code, 1);
+}
+
+/* ---- replay ------------------------------------------------------------------------ */
+
+static const char *role(const json_t *m) { return sget(m, "role"); }
+static int is_role(const json_t *m, const char *r) { return m && role(m) && !strcmp(role(m), r); }
+
+/* Same content and the same hook (both absent or equal). */
+static int same_msg(const json_t *a, const json_t *b)
+{
+    const char *ca = sget(a, "content"), *cb = sget(b, "content");
+    const char *ha = sget(a, "hook"), *hb = sget(b, "hook");
+    if (!ca || !cb || strcmp(ca, cb)) return 0;
+    return (!ha && !hb) || (ha && hb && !strcmp(ha, hb));
+}
+
+static const char *last_outcome(const sim *s)
+{
+    const json_t *calls = json_object_get(sim_record(s), "calls");
+    return sget(json_array_get(calls, json_array_size(calls) - 1), "outcome");
+}
+
+static void mismatch(ctx *x, const char *code, size_t at, const char *what)
+{
+    if (x->v->mismatch++) return;          /* the first difference is the one to show */
+    reason(x, code, -1, "message %zu: %s", at, what);
+}
+
+/* One assistant message with tool calls, against the tool messages that
+ * follow it in the file.  A recorded success where the simulator served a
+ * retryable fault is a retry the teacher pruned: the call is repeated
+ * silently, within max_retries, as the hidden attempts were. */
+static size_t replay_calls(ctx *x, const json_t *msgs, size_t i, const json_t *calls)
+{
+    sim *s = x->j->s;
+    size_t n = json_array_size(msgs), k;
+    json_t *c;
+    sim_turn(s);
+    json_array_foreach(calls, k, c) {
+        const json_t *fn = json_object_get(c, "function");
+        if (!fn) fn = c;
+        const char *name = sget(fn, "name");
+        const json_t *args = json_object_get(fn, "arguments");
+        json_t *out = sim_tool_call(s, name, args);
+        const json_t *rec = i < n && is_role(json_array_get(msgs, i), "tool") ? json_array_get(msgs, i) : NULL;
+        int same = rec && same_msg(out, rec);
+        for (long t = 0; rec && !same && t < x->j->max_retries; t++) {
+            const char *o = last_outcome(s);
+            if (!o || strcmp(o, "fault") || sget(rec, "hook")) break;
+            json_decref(out);
+            out = sim_tool_call(s, name, args);
+            same = same_msg(out, rec);
+        }
+        if (!rec) mismatch(x, "tool_output_mismatch", i, "a tool call has no tool message");
+        else if (!same) mismatch(x, "tool_output_mismatch", i, "tool output differs from the simulator");
+        if (rec) i++;
+        json_decref(out);
+    }
+    return i;
+}
+
+/* Walk the messages through the simulator.  Returns 0, or -1 with *err. */
+static int replay(ctx *x, const json_t *msgs, char **err)
+{
+    sim *s = x->j->s;
+    size_t n = json_array_size(msgs), i = 1;
+    const json_t *m0 = json_array_get(msgs, 0);
+    if (!json_is_array(msgs) || !is_role(m0, "user")) {
+        *err = xstrdup("\"messages\" must start with the viewer's user message");
+        return -1;
+    }
+    json_t *viewer = sim_begin(s, x->task);
+    if (!same_msg(viewer, m0)) mismatch(x, "viewer_mismatch", 0, "viewer message differs from the task");
+    json_decref(viewer);
+    int done = 0, extra = 0;
+    while (i < n) {
+        const json_t *m = json_array_get(msgs, i);
+        if (!json_is_object(m)) { *err = xasprintf("messages[%zu] is not an object", i); return -1; }
+        if (!is_role(m, "assistant")) {
+            if (done) extra = 1;
+            else mismatch(x, "tool_output_mismatch", i, "a message the simulator did not send");
+            i++;
+            continue;
+        }
+        const char *rc = sget(m, "reasoning_content"), *content = sget(m, "content");
+        x->v->cot_tokens += judge_count_tokens(rc) + think_tokens(content);
+        const json_t *calls = json_object_get(m, "tool_calls");
+        if (done) { extra = 1; i++; continue; }
+        if (sget(m, "parse_error")) {
+            /* A turn that did not parse (man 1 rollout): the runtime executed
+             * nothing and answered with a hook note, which is skipped. */
+            sim_turn(s);
+            reason(x, "malformed_turn", JUDGE_TOOLS, "message %zu: %s", i, sget(m, "parse_error"));
+            i++;
+            if (i < n && sget(json_array_get(msgs, i), "hook")) i++;
+            continue;
+        }
+        if (json_array_size(calls)) { i = replay_calls(x, msgs, i + 1, calls); continue; }
+        sim_turn(s);
+        json_t *note = sim_reply(s, content ? content : "");
+        x->reply = content ? content : "";
+        i++;
+        if (!note) { done = 1; x->accepted = 1; continue; }
+        const json_t *rec = i < n && is_role(json_array_get(msgs, i), "user") ? json_array_get(msgs, i) : NULL;
+        if (rec) {
+            if (!same_msg(note, rec)) mismatch(x, "hook_mismatch", i, "hook message differs from the simulator");
+            i++;
+        } else if (i < n) mismatch(x, "hook_mismatch", i, "a held reply has no hook message");
+        json_decref(note);
+    }
+    if (extra) reason(x, "extra_messages", JUDGE_EFFECTIVENESS, "messages after the accepted final reply");
+    return 0;
+}
+
+/* ---- accuracy and effectiveness -------------------------------------------------------- */
+
+/* A fact the reply leaves out may still be contradicted: another price in
+ * money, another size of the chart, another order status, another
+ * variant, another code.  Returns the competitor (static or borrowed). */
+static const char *competitor(ctx *x, const char *key, const json_t *gold, const rnum *nums, int nn, char *buf, size_t bn)
+{
+    const char *reply = x->reply;
+    const json_t *facts = json_object_get(json_object_get(x->task, "gold"), "facts");
+    if (!strcmp(key, "price") || !strcmp(key, "price2")) {
+        for (int i = 0; i < nn; i++) {
+            if (!nums[i].cur) continue;
+            int known = 0;
+            const char *k;
+            json_t *v;
+            json_object_foreach((json_t *)facts, k, v) known |= json_is_number(v) && fabs(json_number_value(v) - nums[i].v) < 1e-6;
+            if (!known) { snprintf(buf, bn, "%.15g", nums[i].v); return buf; }
+        }
+        return NULL;
+    }
+    const json_t *p = world_product_by_id(x->j->w, sget(json_object_get(x->task, "context"), "product") ?
+                                          sget(json_object_get(x->task, "context"), "product") : "");
+    size_t i;
+    json_t *o;
+    const char *g = json_string_value(gold);
+    if (!strcmp(key, "size")) {
+        json_array_foreach(json_object_get(p, "size_chart"), i, o) {
+            const char *sz = sget(o, "size");
+            if (sz && g && strcasecmp(sz, g) && has_word(reply, sz)) return sz;
+        }
+    } else if (!strcmp(key, "status")) {
+        json_array_foreach(x->j->statuses, i, o) {
+            const char *st = json_string_value(o);
+            if (g && strcasecmp(st, g) && !strcasestr(g, st) && has_word(reply, st)) return st;
+        }
+    } else if (!strcmp(key, "variant") || !strcmp(key, "alternative")) {
+        json_array_foreach(json_object_get(p, "variants"), i, o) {
+            const char *vn = sget(o, "name");
+            if (vn && g && strcasecmp(vn, g) && strcasestr(reply, vn)) return vn;
+        }
+    } else if (!strcmp(key, "coupon_code")) {
+        for (const char *q = reply; *q; q++) {
+            if (!isupper((unsigned char)q[0]) || !isupper((unsigned char)q[1])) continue;
+            if (q > reply && (isalnum((unsigned char)q[-1]) || q[-1] == '@')) continue;
+            const char *e = q;
+            while (isupper((unsigned char)*e)) e++;
+            const char *d = e;
+            while (isdigit((unsigned char)*d)) d++;
+            if (d > e && !isalnum((unsigned char)*d)) { snprintf(buf, bn, "%.*s", (int)(d - q), q); return buf; }
+            q = d - 1;
+        }
+    }
+    return NULL;
+}
+
+static void check_facts(ctx *x, const rnum *nums, int nn)
+{
+    const json_t *facts = json_object_get(json_object_get(x->task, "gold"), "facts");
+    const char *k;
+    json_t *v;
+    char buf[64], val[64];
+    json_object_foreach((json_t *)facts, k, v) {
+        int present;
+        if (json_is_number(v)) {
+            present = has_number(nums, nn, json_number_value(v));
+            snprintf(val, sizeof val, "%.15g", json_number_value(v));
+        } else if (json_is_string(v)) {
+            present = strcasestr(x->reply, json_string_value(v)) != NULL;
+            snprintf(val, sizeof val, "%s", json_string_value(v));
+        } else continue;
+        if (present) continue;
+        const char *c = competitor(x, k, v, nums, nn, buf, sizeof buf);
+        if (c) reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply says %s, the tools say %s", k, c, val);
+        else if (!strcmp(k, "alternative")) reason(x, "no_alternative", JUDGE_EFFECTIVENESS, "sold out: in-stock %s not offered", val);
+        else reason(x, "fact_missing", JUDGE_EFFECTIVENESS, "%s %s not stated", k, val);
+    }
+}
+
+static void check_reply(ctx *x, int unrecovered)
+{
+    judge *j = x->j;
+    const char *reply = x->reply;
+    const json_t *gold = json_object_get(x->task, "gold");
+    if (!reply) {
+        reason(x, "no_reply", JUDGE_EFFECTIVENESS, "no final reply");
+        x->ded[JUDGE_ACCURACY] += 1;       /* nothing stated, nothing accurate */
+        return;
+    }
+    if (!x->accepted) {
+        const json_t *reps = json_object_get(x->rec, "replies");
+        const json_t *hooks = json_object_get(json_array_get(reps, json_array_size(reps) - 1), "hooks");
+        reason(x, "reply_rejected", JUDGE_EFFECTIVENESS, "the last reply was held by %s",
+               json_string_value(json_array_get(hooks, 0)) ? json_string_value(json_array_get(hooks, 0)) : "a hook");
+    }
+    /* accuracy */
+    const char *viewer = sget(json_object_get(x->task, "viewer"), "text");
+    char *bad = sim_unsupported_value(reply, json_object_get(x->rec, "evidence"), viewer);
+    if (bad) reason(x, "unsupported_value", JUDGE_ACCURACY, "%s is in no tool result", bad);
+    free(bad);
+    const char *t = any_word(reply, j->t_promise);
+    if (t) reason(x, "false_promise", JUDGE_ACCURACY, "promise term '%s'", t);
+    rnum nums[64];
+    int nn = reply_numbers(reply, j->currency, nums, 64);
+    if (!unrecovered) check_facts(x, nums, nn);
+    /* effectiveness */
+    t = any_word(reply, json_object_get(gold, "must_not"));
+    if (!t) t = any_word(reply, j->banned);
+    if (t) reason(x, "banned_claim", JUDGE_EFFECTIVENESS, "banned claim '%s'", t);
+    size_t i;
+    json_t *m;
+    json_array_foreach(json_object_get(gold, "must"), i, m) {
+        const char *c = json_string_value(m);
+        if (!c) continue;
+        if (!strcmp(c, "address_viewer")) {
+            const char *nick = sget(json_object_get(x->task, "viewer"), "nick");
+            const char *p = reply;
+            while (*p == ' ' || *p == '\n') p++;
+            if (nick && (*p != '@' || strncmp(p + 1, nick, strlen(nick))))
+                reason(x, "not_addressed", JUDGE_EFFECTIVENESS, "the reply does not start with @%s", nick);
+        } else if (!strcmp(c, "ask_clarifying_question")) {
+            int q = 0;
+            size_t k;
+            json_t *tq;
+            json_array_foreach(j->t_question, k, tq) q |= json_is_string(tq) && strstr(reply, json_string_value(tq)) != NULL;
+            if (!q) reason(x, "no_clarifying_question", JUDGE_EFFECTIVENESS, "ambiguous request: no question asked");
+        } else if (!strcmp(c, "decline")) {
+            if (!any_word(reply, j->t_decline)) reason(x, "no_decline", JUDGE_EFFECTIVENESS, "injected instruction not declined");
+        } else if (!strcmp(c, "redirect")) {
+            if (!any_word(reply, j->t_redirect)) reason(x, "no_redirect", JUDGE_EFFECTIVENESS, "off-topic request not steered back to the products");
+        }
+    }
+    long nc = sim_count_chars(reply), ne = sim_count_emoji(reply);
+    if (j->max_chars >= 0 && nc > j->max_chars)
+        reason(x, "reply_too_long", JUDGE_EFFECTIVENESS, "%ld characters, at most %ld allowed", nc, j->max_chars);
+    if (j->max_emoji >= 0 && ne > j->max_emoji)
+        reason(x, "too_many_emoji", JUDGE_EFFECTIVENESS, "%ld emoji, at most %ld allowed", ne, j->max_emoji);
+    if (unrecovered && !any_word(reply, j->t_honest))
+        reason(x, "dishonest_after_fault", JUDGE_TOOLS, "a needed call failed for good and the reply does not say so");
+}
+
+/* ---- tool rationality ------------------------------------------------------------------ */
+
+/* Returns 1 when a needed call never succeeded (the facts cannot be known). */
+static int check_tools(ctx *x)
+{
+    const json_t *calls = json_object_get(x->rec, "calls");
+    const json_t *gcalls = json_object_get(json_object_get(x->task, "gold"), "calls");
+    size_t ng = json_array_size(gcalls), i, k;
+    char made[64] = { 0 }, okd[64] = { 0 };
+    json_t *c, *e;
+    json_array_foreach(calls, i, c) {
+        const char *o = sget(c, "outcome"), *name = sget(c, "name");
+        if (!o || !strcmp(o, "skill") || !strcmp(o, "unknown_skill")) continue;
+        if (!strcmp(o, "invalid")) { reason(x, "invalid_arguments", JUDGE_TOOLS, "%s: %s", name, sget(c, "error")); continue; }
+        if (!strcmp(o, "unknown_tool")) { reason(x, "unknown_tool", JUDGE_TOOLS, "no tool named '%s'", name); continue; }
+        long g = (long)json_integer_value(json_object_get(c, "gold"));
+        if (g < 0 || (size_t)g >= ng) { reason(x, "unneeded_call", JUDGE_TOOLS, "%s (%s) is not needed for this request", name, sget(c, "function")); continue; }
+        if (g < 64) { made[g] = 1; okd[g] |= !strcmp(o, "ok"); }
+        for (k = 0; k < i; k++) {          /* the same call after an answer */
+            const json_t *p = json_array_get(calls, k);
+            const char *po = sget(p, "outcome");
+            if (po && (!strcmp(po, "ok") || !strcmp(po, "error")) && sget(p, "function") && sget(c, "function")
+                && !strcmp(sget(p, "function"), sget(c, "function")) && json_equal(json_object_get(p, "args"), json_object_get(c, "args"))) {
+                reason(x, "repeated_call", JUDGE_TOOLS, "%s repeated after it had answered", name);
+                break;
+            }
+        }
+    }
+    json_array_foreach(json_object_get(x->rec, "events"), i, e) {
+        const char *hk = sget(e, "hook"), *d = sget(e, "detail");
+        if (!hk || strcmp(hk, "tool_retry") || !d) continue;
+        if (!strcmp(d, "retry_not_allowed")) reason(x, "retry_not_allowed", JUDGE_TOOLS, "a fault that hooks.tool_retry does not retry was retried");
+        else if (!strcmp(d, "retry_limit")) reason(x, "retry_limit", JUDGE_TOOLS, "retried beyond max_retries (%ld)", x->j->max_retries);
+    }
+    /* The prompt's budgets: exceeding them is wrong, and a policy that has
+     * spent them cannot be asked for one more call or retry. */
+    long ncalls = (long)json_integer_value(json_object_get(x->rec, "tool_calls"));
+    long nturns = (long)json_integer_value(json_object_get(x->rec, "turns"));
+    long mc = x->j->max_tool_calls, mt = x->j->max_turns;
+    if (mc >= 0 && ncalls > mc) reason(x, "too_many_calls", JUDGE_TOOLS, "%ld tool calls, at most %ld allowed", ncalls, mc);
+    if (mt >= 0 && nturns > mt) reason(x, "too_many_turns", JUDGE_TOOLS, "%ld assistant turns, at most %ld allowed", nturns, mt);
+    int budget_left = (mc < 0 || ncalls < mc) && (mt < 0 || nturns < mt);
+    int unrecovered = 0;
+    json_array_foreach(gcalls, i, c) {
+        const char *fn = sget(c, "function");
+        if (!fn || !harness_tool_by_function(x->h, fn)) { unrecovered = 1; continue; }   /* no tool: cannot be known */
+        if (i < 64 && !made[i]) {
+            if (budget_left) reason(x, "missing_call", JUDGE_TOOLS, "needed call %s not made", fn);
+            unrecovered = 1;
+        }
+        if (i < 64 && made[i] && !okd[i]) unrecovered = 1;
+    }
+    json_array_foreach(json_object_get(x->rec, "faults"), i, e) {
+        long a = (long)json_integer_value(json_object_get(e, "attempts")), f = (long)json_integer_value(json_object_get(e, "failed"));
+        if (a > 0 && f == a && json_is_true(json_object_get(e, "recoverable")) && budget_left)
+            reason(x, "gave_up", JUDGE_TOOLS, "a %s fault hooks.tool_retry allows retrying was not retried enough", sget(e, "type"));
+    }
+    return unrecovered;
+}
+
+/* ---- skill selection ------------------------------------------------------------------- */
+
+static int in_list(const json_t *list, const char *s)
+{
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) if (s && json_is_string(v) && !strcmp(json_string_value(v), s)) return 1;
+    return 0;
+}
+
+static int is_reply_skill(const json_t *sk)
+{
+    const char *k = sget(sk, "kind");
+    return k && !strcmp(k, "reply");
+}
+
+static void check_skills(ctx *x)
+{
+    json_t *gold = task_gold_skills(x->task), *present = json_array();
+    size_t i;
+    json_t *f, *c;
+    int gold_reply = 0;
+    json_array_foreach(gold, i, f) {
+        const json_t *sk = harness_skill_by_function(x->h, json_string_value(f));
+        if (!sk) continue;                       /* absent from this harness: not required */
+        json_array_append(present, f);
+        gold_reply |= is_reply_skill(sk);
+    }
+    json_t *loaded = json_array();
+    int reply_loaded = 0;
+    json_array_foreach(json_object_get(x->rec, "calls"), i, c) {
+        const char *o = sget(c, "outcome");
+        if (o && !strcmp(o, "unknown_skill")) reason(x, "unknown_skill", JUDGE_SKILLS, "no skill named '%s'", sget(c, "skill"));
+        if (!o || strcmp(o, "skill")) continue;
+        const json_t *sk = harness_skill_by_name(x->h, sget(c, "skill"));
+        json_array_append_new(loaded, json_string(sget(c, "function") ? sget(c, "function") : ""));
+        reply_loaded |= is_reply_skill(sk);
+        const char *fn = sget(c, "function");
+        if (fn && !strcmp(fn, "distractor")) reason(x, "distractor_skill", JUDGE_SKILLS, "loaded distractor skill '%s'", sget(c, "skill"));
+        else if (!in_list(gold, fn) && !(is_reply_skill(sk) && !gold_reply) && in_list(loaded, json_string_value(json_array_get(present, 0))))
+            reason(x, "irrelevant_skill", JUDGE_SKILLS, "skill '%s' (%s) is not needed", sget(c, "skill"), fn);
+    }
+    const char *primary = json_string_value(json_array_get(present, 0));
+    if (primary && !in_list(loaded, primary)) {
+        const char *other = NULL;
+        json_array_foreach(loaded, i, f)
+            if (!in_list(gold, json_string_value(f)) && strcmp(json_string_value(f), "distractor")) { other = json_string_value(f); break; }
+        if (other) reason(x, "wrong_skill", JUDGE_SKILLS, "loaded %s, the request needs %s", other, primary);
+        else reason(x, "missing_skill", JUDGE_SKILLS, "skill %s not loaded", primary);
+    }
+    json_array_foreach(present, i, f)
+        if (i > 0 && !in_list(loaded, json_string_value(f)))
+            reason(x, "missing_secondary_skill", JUDGE_SKILLS, "skill %s not loaded", json_string_value(f));
+    if (x->j->has_reply_skill && !reply_loaded)
+        reason(x, "no_reply_skill", JUDGE_SKILLS, "no reply skill loaded before the final reply");
+    json_decref(loaded);
+    json_decref(present);
+    json_decref(gold);
+}
+
+/* ---- totals ------------------------------------------------------------------------------ */
+
+void judge_total(const judge *j, judge_verdict *v)
+{
+    double t = 0;
+    for (int i = 0; i < JUDGE_COT; i++) t += j->weight[i] * v->score[i];
+    t -= j->weight[JUDGE_COT] * v->score[JUDGE_COT];
+    v->total = t < 0 ? 0 : t;
+    v->pass = v->total >= j->threshold - 1e-9 && !v->mismatch
+              && (!j->require_accuracy || v->score[JUDGE_ACCURACY] == 1);
+}
+
+static double clamp01(double x) { return x < 0 ? 0 : x > 1 ? 1 : x; }
+
+/* The checks and the totals, once x->rec, x->reply and x->accepted are set. */
+static void score(ctx *x)
+{
+    judge *j = x->j;
+    judge_verdict *out = x->v;
+    int unrecovered = check_tools(x);
+    check_reply(x, unrecovered);
+    check_skills(x);
+    if (out->cot_tokens > j->cot_budget) {
+        reason(x, "cot_over_budget", -1, "%d reasoning tokens, budget %g", out->cot_tokens, j->cot_budget);
+        /* counted as a penalty, not a deduction: name its component */
+        json_object_set_new(json_array_get(out->reasons, json_array_size(out->reasons) - 1), "component",
+                            json_string("cot_penalty"));
+    }
+    out->score[JUDGE_ACCURACY] = x->ded[JUDGE_ACCURACY] > 0 ? 0 : 1;
+    out->score[JUDGE_EFFECTIVENESS] = floor(clamp01(1 - x->ded[JUDGE_EFFECTIVENESS]) * 2 + 1e-9) / 2;
+    out->score[JUDGE_TOOLS] = clamp01(1 - x->ded[JUDGE_TOOLS]);
+    out->score[JUDGE_SKILLS] = clamp01(1 - x->ded[JUDGE_SKILLS]);
+    double over = out->cot_tokens - j->cot_budget;
+    out->score[JUDGE_COT] = over > 0 ? fmin(j->cot_max, over / j->cot_scale) : 0;
+    judge_total(j, out);
+}
+
+static int bad_input(judge_verdict *out, char *err)
+{
+    json_array_append_new(out->reasons, json_pack("{s:s,s:s,s:s}", "code", "bad_input", "component", "replay", "detail", err));
+    free(err);
+    return -1;
+}
+
+static char *check_args(judge *j, const json_t *task, const json_t *harness)
+{
+    char *err = NULL;
+    if (!json_is_object(task)) return xstrdup("no task");
+    if (!json_is_object(harness)) return xstrdup("no harness");
+    use_harness(j, harness, &err);
+    return err;
+}
+
+int judge_score(judge *j, const json_t *task, const json_t *harness, const json_t *messages, judge_verdict *out)
+{
+    memset(out, 0, sizeof *out);
+    out->reasons = json_array();
+    ctx x = { .j = j, .v = out, .task = task, .h = harness };
+    char *err = check_args(j, task, harness);
+    if (!err) replay(&x, messages, &err);
+    if (err) return bad_input(out, err);
+    x.rec = sim_record(j->s);
+    score(&x);
+    return 0;
+}
+
+int judge_score_record(judge *j, const json_t *task, const json_t *harness,
+                       const json_t *record, const json_t *messages, judge_verdict *out)
+{
+    memset(out, 0, sizeof *out);
+    out->reasons = json_array();
+    ctx x = { .j = j, .v = out, .task = task, .h = harness, .rec = record };
+    char *err = check_args(j, task, harness);
+    if (!err && !json_is_object(record)) err = xstrdup("no simulator record");
+    if (err) return bad_input(out, err);
+    const json_t *reps = json_object_get(record, "replies"), *last = json_array_get(reps, json_array_size(reps) - 1);
+    x.reply = sget(last, "text");
+    x.accepted = json_is_true(json_object_get(last, "accepted"));
+    size_t i;
+    json_t *m;
+    json_array_foreach(messages, i, m)
+        if (is_role(m, "assistant"))
+            out->cot_tokens += judge_count_tokens(sget(m, "reasoning_content")) + think_tokens(sget(m, "content"));
+    score(&x);
+    return 0;
+}
+
+/* ---- the verdict line --------------------------------------------------------------------- */
+
+json_t *judge_verdict_json(const judge_verdict *v, const json_t *traj, const json_t *task)
+{
+    json_t *scores = json_object();
+    for (int i = 0; i < JUDGE_NCOMP; i++) json_object_set_new(scores, judge_comp_names[i], json_real(v->score[i]));
+    json_t *dims = json_array(), *faults = json_array();
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(json_object_get(traj, "meta"), "hsa"), i, o) {
+        const json_t *d = json_is_object(o) ? json_object_get(o, "dim") : o;
+        if (json_is_string(d) && !in_list(dims, json_string_value(d))) json_array_append(dims, (json_t *)d);
+    }
+    json_array_foreach(json_object_get(task, "faults"), i, o) {
+        const json_t *t = json_object_get(o, "type");
+        if (json_is_string(t) && !in_list(faults, json_string_value(t))) json_array_append(faults, (json_t *)t);
+    }
+    const json_t *id = json_object_get(traj, "id"), *tid = json_object_get(task, "id"), *in = json_object_get(task, "intent");
+    return json_pack("{s:O,s:O,s:O,s:o,s:f,s:b,s:O,s:{s:o,s:o}}",
+                     "id", id ? id : json_null(), "task_id", tid ? tid : json_null(),
+                     "intent", in ? in : json_null(), "scores", scores, "total", v->total,
+                     "pass", v->pass, "reasons", v->reasons, "meta", "hsa", dims, "faults", faults);
+}
+
+static void put_json(sbuf *b, const json_t *v)
+{
+    char *t = v ? json_dumps(v, JSON_ENCODE_ANY | HAT_JSON_FLAGS) : NULL;
+    sbuf_puts(b, t ? t : "null");
+    free(t);
+}
+
+/* A real as jansson writes it with JSON_REAL_PRECISION(15). */
+static void put_real(sbuf *b, double v)
+{
+    char t[64];
+    snprintf(t, sizeof t, "%.15g", v);
+    sbuf_puts(b, t);
+    if (!strpbrk(t, ".eEn")) sbuf_puts(b, ".0");
+}
+
+static void put_strings(sbuf *b, const json_t *list, int dims)
+{
+    json_t *seen = json_array();
+    size_t i;
+    json_t *o;
+    sbuf_putc(b, '[');
+    json_array_foreach(list, i, o) {
+        const json_t *d = dims ? (json_is_object(o) ? json_object_get(o, "dim") : o) : json_object_get(o, "type");
+        if (!json_is_string(d) || in_list(seen, json_string_value(d))) continue;
+        if (json_array_size(seen)) sbuf_putc(b, ',');
+        json_array_append(seen, (json_t *)d);
+        put_json(b, d);
+    }
+    sbuf_putc(b, ']');
+    json_decref(seen);
+}
+
+void judge_verdict_line(sbuf *b, const judge_verdict *v, const json_t *traj, const json_t *task)
+{
+    sbuf_puts(b, "{\"id\":");
+    put_json(b, json_object_get(traj, "id"));
+    sbuf_puts(b, ",\"task_id\":");
+    put_json(b, json_object_get(task, "id"));
+    sbuf_puts(b, ",\"intent\":");
+    put_json(b, json_object_get(task, "intent"));
+    sbuf_puts(b, ",\"scores\":{");
+    for (int i = 0; i < JUDGE_NCOMP; i++) {
+        sbuf_printf(b, "%s\"%s\":", i ? "," : "", judge_comp_names[i]);
+        put_real(b, v->score[i]);
+    }
+    sbuf_puts(b, "},\"total\":");
+    put_real(b, v->total);
+    sbuf_puts(b, v->pass ? ",\"pass\":true,\"reasons\":" : ",\"pass\":false,\"reasons\":");
+    if (json_array_size(v->reasons)) put_json(b, v->reasons);
+    else sbuf_puts(b, "[]");
+    sbuf_puts(b, ",\"meta\":{\"hsa\":");
+    put_strings(b, json_object_get(json_object_get(traj, "meta"), "hsa"), 1);
+    sbuf_puts(b, ",\"faults\":");
+    put_strings(b, json_object_get(task, "faults"), 0);
+    sbuf_puts(b, "}}\n");
+}
+
+/* ---- trajectory lines sharing their harness ----------------------------------------------- */
+
+struct judge_lines {
+    char   *raw;      /* bytes of the last inline harness */
+    size_t  len;
+    json_t *h;
+};
+
+judge_lines *judge_lines_new(void) { return xcalloc(1, sizeof(judge_lines)); }
+
+void judge_lines_free(judge_lines *c)
+{
+    if (!c) return;
+    free(c->raw);
+    json_decref(c->h);
+    free(c);
+}
+
+/* The line with bytes [a, b) replaced by null, parsed; its top-level
+ * "harness" must then be that null (else the span was not the value). */
+typedef struct { const char *p[3]; size_t n[3]; int i; size_t off; } pieces;
+
+/* Feeds jansson the line around the harness without copying it. */
+static size_t feed(void *buf, size_t size, void *arg)
+{
+    pieces *q = arg;
+    while (q->i < 3 && q->off == q->n[q->i]) { q->i++; q->off = 0; }
+    if (q->i == 3) return 0;
+    size_t k = q->n[q->i] - q->off;
+    if (k > size) k = size;
+    memcpy(buf, q->p[q->i] + q->off, k);
+    q->off += k;
+    return k;
+}
+
+static json_t *parse_without(const char *line, size_t len, size_t a, size_t b)
+{
+    pieces q = { { line, "null", line + b }, { a, 4, len - b }, 0, 0 };
+    json_error_t e;
+    json_t *rec = json_load_callback(feed, &q, 0, &e);
+    if (rec && !(json_is_object(rec) && json_is_null(json_object_get(rec, "harness")))) { json_decref(rec); rec = NULL; }
+    return rec;
+}
+
+json_t *judge_parse_line(judge_lines *c, const char *line, size_t len, json_error_t *e)
+{
+    static const char key[] = "\"harness\":";
+    const char *p = memmem(line, len, key, sizeof key - 1);
+    if (p) {
+        size_t a = (size_t)(p - line) + sizeof key - 1;
+        while (a < len && line[a] == ' ') a++;
+        json_t *rec = NULL;
+        /* Fast path: the same bytes as the last harness. */
+        if (c->raw && len - a >= c->len && !memcmp(line + a, c->raw, c->len)
+            && (rec = parse_without(line, len, a, a + c->len))) {
+            json_object_set(rec, "harness", c->h);
+            return rec;
+        }
+        json_error_t he;
+        json_t *h = a < len && line[a] == '{' ? json_loadb(line + a, len - a, JSON_DISABLE_EOF_CHECK, &he) : NULL;
+        if (h && (rec = parse_without(line, len, a, a + he.position))) {
+            json_decref(c->h);
+            free(c->raw);
+            c->h = h;
+            c->raw = xstrndup(line + a, he.position);
+            c->len = he.position;
+            json_object_set(rec, "harness", h);
+            return rec;
+        }
+        json_decref(h);
+    }
+    return json_loadb(line, len, 0, e);
+}

@@ -1,0 +1,851 @@
+/* test_judge.c — the judge: teacher trajectories score full marks over
+ * thousands of tasks and over HSA variants of the harness; one negative
+ * case per check, each with its reason code; the no-replay (GRPO) path
+ * agrees with the replay; the fast verdict line equals the JSON one;
+ * token counting; agreement statistics; calibration recovers known
+ * weights; the labeller driven through a real pseudo-terminal. */
+#include "test.h"
+#include "harness.h"
+#include "hsa.h"
+#include "jsonl.h"
+#include "judge.h"
+#include "sim.h"
+#include "tasks.h"
+#include "teacher.h"
+#include "util.h"
+#include "world.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static json_t *H;
+static world *W;
+static teacher *T;
+static judge *J;
+static taskgen *G;
+
+static void setup(void)
+{
+    const char *top = getenv("HAT_TOP");
+    char *p = xasprintf("%s/examples/harness", top ? top : ".");
+    H = harness_load(p);
+    free(p);
+    W = world_from_json(world_generate(11, 120), "gen");
+    T = teacher_new();
+    char *err = NULL;
+    J = W ? judge_new(W, NULL, &err) : NULL;
+    G = W ? taskgen_new(W, "train") : NULL;
+    if (!H || !W || !T || !J || !G) { fprintf(stderr, "setup failed: %s\n", err ? err : ""); exit(1); }
+}
+
+static int has_reason(const judge_verdict *v, const char *code)
+{
+    size_t i;
+    json_t *r;
+    json_array_foreach(v->reasons, i, r)
+        if (!strcmp(json_string_value(json_object_get(r, "code")), code)) return 1;
+    return 0;
+}
+
+static void show(const char *what, const json_t *task, const judge_verdict *v)
+{
+    char *r = json_compact(v->reasons);
+    fprintf(stderr, "  %s %s (%s): %s\n", what, json_string_value(json_object_get(task, "id")),
+            json_string_value(json_object_get(task, "intent")), r);
+    free(r);
+}
+
+/* ---- teacher trajectories score full marks ---------------------------------------- */
+
+/* n tasks under h through the teacher; returns how many did not score
+ * full marks.  keep = fraction of trajectories keeping their retries. */
+static int teacher_marks(const json_t *h, const char *split, int n, double faults, double keep)
+{
+    taskgen *g = taskgen_new(W, split);
+    sim *s = sim_new(W);
+    sim_set_harness(s, h, NULL);
+    teacher_opts o = { 0.3, keep };
+    int bad = 0, shown = 0;
+    for (int i = 0; i < n; i++) {
+        json_t *task = taskgen_make(g, 21, i, NULL, faults);
+        rng_t r;
+        rng_derive(&r, 3, (uint64_t)i);
+        char *err = NULL;
+        json_t *msgs = teacher_run(T, s, task, &r, &o, NULL, &err);
+        if (!msgs) { free(err); json_decref(task); continue; }   /* teacher's own failures are its tests' */
+        judge_verdict v;
+        int rc = judge_score(J, task, h, msgs, &v);
+        int full = !rc && v.pass && v.total == 1 && !json_array_size(v.reasons);
+        if (!full) { bad++; if (shown++ < 5) show("not full marks:", task, &v); }
+        judge_verdict_clear(&v);
+        json_decref(msgs);
+        json_decref(task);
+    }
+    sim_free(s);
+    taskgen_free(g);
+    return bad;
+}
+
+static void test_teacher_full_marks(void)
+{
+    CHECK_EQ_INT(teacher_marks(H, "train", 3000, 0.3, 0.3), 0);
+    CHECK_EQ_INT(teacher_marks(H, "eval", 1000, 0.3, 0.3), 0);
+}
+
+/* HSA variants of the harness, the trajectories relabelled by hsa. */
+static void test_hsa_variants_full_marks(void)
+{
+    hsa_vocab *vs[2] = { hsa_vocab_load("train"), hsa_vocab_load("heldout") };
+    CHECK(vs[0] && vs[1]);
+    if (!vs[0] || !vs[1]) return;
+    hsa_opts o;
+    hsa_opts_default(&o);
+    sim *s = sim_new(W);
+    sim_set_harness(s, H, NULL);
+    /* Retries kept in full: a pruned retry is invisible to the relabeller. */
+    teacher_opts to = { 0.3, 1 };
+    int bad = 0, shown = 0, n = 0;
+    for (int i = 0; i < 1500; i++) {
+        json_t *task = taskgen_make(G, 33, i, NULL, 0.3);
+        rng_t r;
+        rng_derive(&r, 4, (uint64_t)i);
+        char *err = NULL;
+        json_t *msgs = teacher_run(T, s, task, &r, &to, NULL, &err);
+        if (!msgs) { free(err); json_decref(task); continue; }
+        json_t *rec = json_pack("{s:s,s:O,s:O,s:o,s:{s:[]}}", "id", "x", "task_id", json_object_get(task, "id"),
+                                "harness", H, "messages", msgs, "meta", "hsa");
+        const char *why = NULL;
+        json_t *out = hsa_augment_record(NULL, vs[i % 2], &o, rec, NULL, 9, (uint64_t)i, 0, &why);
+        if (out && json_is_object(json_object_get(out, "harness"))) {
+            judge_verdict v;
+            int rc = judge_score(J, task, json_object_get(out, "harness"), json_object_get(out, "messages"), &v);
+            n++;
+            if (rc || !v.pass || v.total != 1) { bad++; if (shown++ < 5) show("HSA variant:", task, &v); }
+            judge_verdict_clear(&v);
+        }
+        json_decref(out);
+        json_decref(rec);
+        json_decref(task);
+    }
+    CHECK(n > 1000);
+    CHECK_EQ_INT(bad, 0);
+    sim_free(s);
+    hsa_vocab_free(vs[0]);
+    hsa_vocab_free(vs[1]);
+}
+
+/* ---- building trajectories by hand ------------------------------------------------ */
+
+static json_t *call(const char *name, const char *args)
+{
+    json_t *a = json_loads(args, 0, NULL);
+    return json_pack("{s:s,s:{s:s,s:o}}", "type", "function", "function", "name", name, "arguments", a ? a : json_object());
+}
+
+/* An assistant message with the calls given (NULL-terminated), or a reply. */
+static json_t *calls(json_t *c, ...)
+{
+    json_t *m = json_pack("{s:s,s:s,s:[]}", "role", "assistant", "content", "", "tool_calls");
+    va_list ap;
+    va_start(ap, c);
+    for (; c; c = va_arg(ap, json_t *)) json_array_append_new(json_object_get(m, "tool_calls"), c);
+    va_end(ap);
+    return m;
+}
+
+static json_t *reply(const char *text) { return json_pack("{s:s,s:s}", "role", "assistant", "content", text); }
+
+/* The full conversation: the policy's messages played through the sim. */
+static json_t *play(const json_t *task, const json_t *h, json_t *asst)
+{
+    sim *s = sim_new(W);
+    sim_set_harness(s, h, NULL);
+    json_t *msgs = json_array();
+    json_array_append_new(msgs, sim_begin(s, task));
+    size_t i;
+    json_t *a;
+    json_array_foreach(asst, i, a) {
+        int done;
+        json_t *next = sim_step(s, a, &done);
+        json_array_append(msgs, a);
+        json_array_extend(msgs, next);
+        json_decref(next);
+    }
+    json_decref(asst);
+    sim_free(s);
+    return msgs;
+}
+
+static json_t *task_of(const char *intent, long i, double faults)
+{
+    return taskgen_make(G, 5, i, intent, faults);
+}
+
+static const char *nick(const json_t *t) { return json_string_value(json_object_get(json_object_get(t, "viewer"), "nick")); }
+static const char *product(const json_t *t) { return json_string_value(json_object_get(json_object_get(t, "context"), "product")); }
+
+/* A price task whose product has a list price above the live price and no
+ * fault; the correct policy messages for it. */
+static json_t *price_task(double *price, double *list)
+{
+    for (long i = 0; i < 500; i++) {
+        json_t *t = task_of("price", i, 0);
+        const json_t *p = world_product_by_id(W, product(t));
+        *price = json_number_value(json_object_get(json_object_get(json_object_get(t, "gold"), "facts"), "price"));
+        *list = json_number_value(json_object_get(p, "list_price"));
+        if (*list > *price + 1 && !world_flash_sale(W, product(t))) return t;
+        json_decref(t);
+    }
+    return NULL;
+}
+
+static json_t *price_policy(const json_t *t, const char *skill, const char *text)
+{
+    char *args = xasprintf("{\"product\":\"%s\"}", product(t));
+    json_t *a = json_pack("[o,o,o]", calls(call("load_skill", skill), NULL),
+                          calls(call("get_product", args), NULL), reply(text));
+    free(args);
+    return a;
+}
+
+static json_t *no_hook(const char *hook)
+{
+    json_t *h = json_deep_copy(H);
+    json_object_del(json_object_get(h, "hooks"), hook);
+    return h;
+}
+
+static void score(const json_t *t, const json_t *h, json_t *msgs, judge_verdict *v)
+{
+    CHECK_EQ_INT(judge_score(J, t, h, msgs, v), 0);
+    json_decref(msgs);
+}
+
+/* ---- one negative case per check ------------------------------------------------------- */
+
+static void test_correct_by_hand(void)
+{
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    CHECK(t != NULL);
+    if (!t) return;
+    char *text = xasprintf("@%s it's ¥%g now!", nick(t), price);
+    judge_verdict v;
+    score(t, H, play(t, H, price_policy(t, "{\"skill\":\"price_promo\"}", text)), &v);
+    CHECK(v.pass);
+    CHECK_NEAR(v.total, 1, 1e-12);
+    CHECK_EQ_INT((long)json_array_size(v.reasons), 0);
+    judge_verdict_clear(&v);
+    free(text);
+    json_decref(t);
+}
+
+static void test_wrong_price_fails_accuracy(void)
+{
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    if (!t) { CHECK(0); return; }
+    json_t *h = no_hook("factual_risk");           /* let the wrong reply through */
+    /* An invented number. */
+    char *text = xasprintf("@%s it's ¥%g now!", nick(t), price + 7);
+    judge_verdict v;
+    score(t, h, play(t, h, price_policy(t, "{\"skill\":\"price_promo\"}", text)), &v);
+    CHECK_NEAR(v.score[JUDGE_ACCURACY], 0, 0);
+    CHECK(has_reason(&v, "unsupported_value"));
+    CHECK(!v.pass);
+    judge_verdict_clear(&v);
+    free(text);
+    /* A number the tool did return, but not the price: the list price. */
+    text = xasprintf("@%s it's ¥%g now!", nick(t), list);
+    score(t, h, play(t, h, price_policy(t, "{\"skill\":\"price_promo\"}", text)), &v);
+    CHECK_NEAR(v.score[JUDGE_ACCURACY], 0, 0);
+    CHECK(has_reason(&v, "fact_wrong"));
+    CHECK(!has_reason(&v, "unsupported_value"));
+    judge_verdict_clear(&v);
+    free(text);
+    /* No price at all: not wrong, but the intent is not answered. */
+    text = xasprintf("@%s it's a good one!", nick(t));
+    score(t, h, play(t, h, price_policy(t, "{\"skill\":\"price_promo\"}", text)), &v);
+    CHECK_NEAR(v.score[JUDGE_ACCURACY], 1, 0);
+    CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 0.5, 0);
+    CHECK(has_reason(&v, "fact_missing"));
+    judge_verdict_clear(&v);
+    free(text);
+    json_decref(h);
+    json_decref(t);
+}
+
+static void test_long_reply_loses_effectiveness(void)
+{
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    if (!t) { CHECK(0); return; }
+    json_t *h = no_hook("reply_format");           /* the prompt's limit still binds */
+    double maxc;
+    CHECK_EQ_INT(harness_param(h, "max_chars", &maxc), 0);
+    sbuf b;
+    sbuf_init(&b);
+    sbuf_printf(&b, "@%s it's ¥%g now", nick(t), price);
+    while (sim_count_chars(b.s) <= maxc) sbuf_puts(&b, ", really worth a look");
+    judge_verdict v;
+    score(t, h, play(t, h, price_policy(t, "{\"skill\":\"price_promo\"}", b.s)), &v);
+    CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 0.5, 0);
+    CHECK_NEAR(v.score[JUDGE_ACCURACY], 1, 0);
+    CHECK(has_reason(&v, "reply_too_long"));
+    judge_verdict_clear(&v);
+    /* Under the example harness the reply_format hook holds it: rejected. */
+    score(t, H, play(t, H, price_policy(t, "{\"skill\":\"price_promo\"}", b.s)), &v);
+    CHECK(has_reason(&v, "reply_rejected"));
+    CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 0, 0);
+    judge_verdict_clear(&v);
+    sbuf_free(&b);
+    json_decref(h);
+    json_decref(t);
+}
+
+static void test_effectiveness_checks(void)
+{
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    if (!t) { CHECK(0); return; }
+    json_t *h = no_hook("reply_filter");
+    char *text = xasprintf("it's ¥%g now!", price);               /* no @nick */
+    judge_verdict v;
+    score(t, h, play(t, h, price_policy(t, "{\"skill\":\"price_promo\"}", text)), &v);
+    CHECK(has_reason(&v, "not_addressed"));
+    CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 0.5, 0);
+    judge_verdict_clear(&v);
+    free(text);
+    text = xasprintf("@%s the best deal: ¥%g!", nick(t), price);   /* banned claim */
+    score(t, h, play(t, h, price_policy(t, "{\"skill\":\"price_promo\"}", text)), &v);
+    CHECK(has_reason(&v, "banned_claim"));
+    CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 0, 0);
+    judge_verdict_clear(&v);
+    free(text);
+    json_decref(t);
+    /* Ambiguous request answered without a question. */
+    t = task_of("ambiguous", 1, 0);
+    text = xasprintf("@%s welcome to the stream!", nick(t));
+    json_t *a = json_pack("[o,o]", calls(call("load_skill", "{\"skill\":\"engagement\"}"), call("load_skill", "{\"skill\":\"clarify\"}"), NULL), reply(text));
+    score(t, h, play(t, h, a), &v);
+    CHECK(has_reason(&v, "no_clarifying_question"));
+    CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 0, 0);
+    judge_verdict_clear(&v);
+    free(text);
+    json_decref(t);
+    json_decref(h);
+}
+
+static void test_repeated_call_loses_tool_rationality(void)
+{
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    if (!t) { CHECK(0); return; }
+    char *args = xasprintf("{\"product\":\"%s\"}", product(t)), *text = xasprintf("@%s ¥%g now", nick(t), price);
+    json_t *a = json_pack("[o,o,o,o]", calls(call("load_skill", "{\"skill\":\"price_promo\"}"), NULL),
+                          calls(call("get_product", args), NULL), calls(call("get_product", args), NULL), reply(text));
+    judge_verdict v;
+    score(t, H, play(t, H, a), &v);
+    CHECK(has_reason(&v, "repeated_call"));
+    CHECK_NEAR(v.score[JUDGE_TOOLS], 0.75, 1e-12);
+    CHECK_NEAR(v.score[JUDGE_ACCURACY], 1, 0);
+    judge_verdict_clear(&v);
+    /* An unneeded call, an invalid one, a missing one. */
+    a = json_pack("[o,o,o,o]", calls(call("load_skill", "{\"skill\":\"price_promo\"}"), NULL),
+                  calls(call("get_product", args), call("order_status", "{\"order_id\":\"OD1\"}"), NULL),
+                  calls(call("get_product", "{\"product\":12}"), NULL), reply(text));
+    score(t, H, play(t, H, a), &v);
+    CHECK(has_reason(&v, "unneeded_call"));
+    CHECK(has_reason(&v, "invalid_arguments"));
+    CHECK_NEAR(v.score[JUDGE_TOOLS], 0.5, 1e-12);
+    judge_verdict_clear(&v);
+    char *text2 = xasprintf("@%s sorry, can't check right now", nick(t));
+    a = json_pack("[o,o]", calls(call("load_skill", "{\"skill\":\"price_promo\"}"), NULL), reply(text2));
+    score(t, H, play(t, H, a), &v);
+    CHECK(has_reason(&v, "missing_call"));
+    CHECK(!has_reason(&v, "fact_missing"));          /* never looked up: owed an honest reply, not the fact */
+    CHECK(!has_reason(&v, "dishonest_after_fault"));
+    judge_verdict_clear(&v);
+    free(text2);
+    free(args);
+    free(text);
+    json_decref(t);
+}
+
+/* A task whose first gold call fails with a fault of the given kind. */
+/* A turn that did not parse (as rollout records it) is skipped in the
+ * replay with its hook note, and costs tool rationality only. */
+static void test_malformed_turn(void)
+{
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    if (!t) { CHECK(0); return; }
+    char *text = xasprintf("@%s ¥%g now", nick(t), price);
+    json_t *msgs = play(t, H, price_policy(t, "{\"skill\":\"price_promo\"}", text));
+    json_t *bad = json_pack("{s:s,s:s,s:s}", "role", "assistant", "content",
+                            "<tool_call>\n{\"name\": get_product}\n</tool_call>", "parse_error",
+                            "tool call 1: invalid JSON");
+    json_t *note = json_pack("{s:s,s:s,s:s,s:s}", "role", "tool", "name", "get_product", "content",
+                             "Invalid arguments for get_product: tool call 1: invalid JSON", "hook",
+                             "tool_args_check");
+    json_array_insert_new(msgs, 1, note);
+    json_array_insert_new(msgs, 1, bad);
+    judge_verdict v;
+    score(t, H, msgs, &v);
+    CHECK(has_reason(&v, "malformed_turn"));
+    CHECK_EQ_INT(v.mismatch, 0);
+    CHECK_NEAR(v.score[JUDGE_TOOLS], 0.75, 1e-12);
+    CHECK_NEAR(v.score[JUDGE_ACCURACY], 1, 0);
+    CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 1, 0);
+    judge_verdict_clear(&v);
+    free(text);
+    json_decref(t);
+}
+
+static json_t *fault_task(int retryable)
+{
+    for (long i = 0; i < 3000; i++) {
+        json_t *t = task_of("price", i, 1);
+        const json_t *f = json_array_get(json_object_get(t, "faults"), 0);
+        const char *ty = json_string_value(json_object_get(f, "type"));
+        int r = ty && (!strcmp(ty, "timeout") || !strcmp(ty, "server_error"));
+        if (f && r == retryable && (!retryable || json_integer_value(json_object_get(f, "times")) <= 2)) return t;
+        json_decref(t);
+    }
+    return NULL;
+}
+
+static void test_fault_behaviour(void)
+{
+    judge_verdict v;
+    /* A retryable, recoverable fault not retried: gave up. */
+    json_t *t = fault_task(1);
+    if (!t) { CHECK(0); return; }
+    char *args = xasprintf("{\"product\":\"%s\"}", product(t));
+    char *honest = xasprintf("@%s sorry, can't check right now", nick(t));
+    json_t *a = json_pack("[o,o,o]", calls(call("load_skill", "{\"skill\":\"price_promo\"}"), NULL),
+                          calls(call("get_product", args), NULL), reply(honest));
+    score(t, H, play(t, H, a), &v);
+    CHECK(has_reason(&v, "gave_up"));
+    CHECK(!has_reason(&v, "fact_missing"));        /* no facts are owed after a failure */
+    judge_verdict_clear(&v);
+    free(args);
+    free(honest);
+    json_decref(t);
+    /* A fault that is not retried by the hook: retrying is wrong, and
+     * so is a reply that does not admit the failure. */
+    t = fault_task(0);
+    if (!t) { CHECK(0); return; }
+    args = xasprintf("{\"product\":\"%s\"}", product(t));
+    char *cheery = xasprintf("@%s great choice, grab it now!", nick(t));
+    a = json_pack("[o,o,o,o]", calls(call("load_skill", "{\"skill\":\"price_promo\"}"), NULL),
+                  calls(call("get_product", args), NULL), calls(call("get_product", args), NULL), reply(cheery));
+    score(t, H, play(t, H, a), &v);
+    CHECK(has_reason(&v, "retry_not_allowed"));
+    CHECK(has_reason(&v, "dishonest_after_fault"));
+    CHECK_NEAR(v.score[JUDGE_TOOLS], 0, 1e-12);
+    judge_verdict_clear(&v);
+    free(args);
+    free(cheery);
+    json_decref(t);
+}
+
+static void test_skill_checks(void)
+{
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    if (!t) { CHECK(0); return; }
+    char *text = xasprintf("@%s ¥%g now", nick(t), price);
+    judge_verdict v;
+    /* The wrong skill: a reply skill of another function. */
+    score(t, H, play(t, H, price_policy(t, "{\"skill\":\"stock_variants\"}", text)), &v);
+    CHECK(has_reason(&v, "wrong_skill"));
+    CHECK_NEAR(v.score[JUDGE_SKILLS], 0, 0);
+    CHECK(!v.pass);
+    judge_verdict_clear(&v);
+    /* Only a strategy skill: no reply skill (hook removed so the reply is taken). */
+    json_t *h = no_hook("skill_required");
+    score(t, h, play(t, h, price_policy(t, "{\"skill\":\"compliance_guard\"}", text)), &v);
+    CHECK(has_reason(&v, "no_reply_skill"));
+    CHECK(has_reason(&v, "wrong_skill"));           /* compliance is not what a price question needs */
+    judge_verdict_clear(&v);
+    /* No skill at all. */
+    char *args0 = xasprintf("{\"product\":\"%s\"}", product(t));
+    score(t, h, play(t, h, json_pack("[o,o]", calls(call("get_product", args0), NULL), reply(text))), &v);
+    CHECK(has_reason(&v, "missing_skill"));
+    CHECK(has_reason(&v, "no_reply_skill"));
+    CHECK_NEAR(v.score[JUDGE_SKILLS], 0, 0);
+    judge_verdict_clear(&v);
+    free(args0);
+    /* With the hook, the reply without a reply skill is held. */
+    score(t, H, play(t, H, price_policy(t, "{\"skill\":\"compliance_guard\"}", text)), &v);
+    CHECK(has_reason(&v, "reply_rejected"));
+    CHECK(has_reason(&v, "no_reply_skill"));
+    judge_verdict_clear(&v);
+    /* A skill that does not exist. */
+    char *args = xasprintf("{\"product\":\"%s\"}", product(t));
+    json_t *a = json_pack("[o,o,o]", calls(call("load_skill", "{\"skill\":\"price_promo\"}"), call("load_skill", "{\"skill\":\"nope\"}"), NULL),
+                          calls(call("get_product", args), NULL), reply(text));
+    score(t, H, play(t, H, a), &v);
+    CHECK(has_reason(&v, "unknown_skill"));
+    CHECK_NEAR(v.score[JUDGE_SKILLS], 0.75, 1e-12);
+    judge_verdict_clear(&v);
+    free(args);
+    json_decref(h);
+    free(text);
+    json_decref(t);
+}
+
+static void test_long_think_penalised(void)
+{
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    if (!t) { CHECK(0); return; }
+    char *text = xasprintf("@%s ¥%g now", nick(t), price);
+    json_t *a = price_policy(t, "{\"skill\":\"price_promo\"}", text);
+    sbuf b;
+    sbuf_init(&b);
+    for (int i = 0; i < 144; i++) sbuf_puts(&b, "think ");          /* 144 tokens: 48 over 96 */
+    json_object_set_new(json_array_get(a, 0), "reasoning_content", json_string(b.s));
+    judge_verdict v;
+    score(t, H, play(t, H, a), &v);
+    CHECK_EQ_INT(v.cot_tokens, 144);
+    CHECK(has_reason(&v, "cot_over_budget"));
+    CHECK_NEAR(v.score[JUDGE_COT], 0.5, 1e-12);
+    CHECK_NEAR(v.total, 1 - 0.1 * 0.5, 1e-12);
+    CHECK_NEAR(v.score[JUDGE_ACCURACY], 1, 0);
+    judge_verdict_clear(&v);
+    sbuf_free(&b);
+    free(text);
+    json_decref(t);
+}
+
+static void test_tampered_tool_output(void)
+{
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    if (!t) { CHECK(0); return; }
+    char *text = xasprintf("@%s it's ¥%g now!", nick(t), price);
+    json_t *msgs = play(t, H, price_policy(t, "{\"skill\":\"price_promo\"}", text));
+    /* messages: viewer, load, skill text, call, result, reply */
+    json_t *res = json_array_get(msgs, 4);
+    CHECK_STR(json_string_value(json_object_get(res, "role")), "tool");
+    char *c = xasprintf("%s ", json_string_value(json_object_get(res, "content")));
+    json_object_set_new(res, "content", json_string(c));
+    free(c);
+    judge_verdict v;
+    score(t, H, msgs, &v);
+    CHECK(v.mismatch);
+    CHECK(has_reason(&v, "tool_output_mismatch"));
+    CHECK(!v.pass);
+    judge_verdict_clear(&v);
+    free(text);
+    json_decref(t);
+}
+
+/* The rollout path: scoring the sim's own record, without a replay. */
+static void test_record_path_agrees(void)
+{
+    sim *s = sim_new(W);
+    sim_set_harness(s, H, NULL);
+    teacher_opts o = { 0.3, 1 };
+    int same = 0, n = 0;
+    for (int i = 0; i < 300; i++) {
+        json_t *task = taskgen_make(G, 77, i, NULL, 0.3);
+        rng_t r;
+        rng_derive(&r, 1, (uint64_t)i);
+        char *err = NULL;
+        json_t *msgs = teacher_run(T, s, task, &r, &o, NULL, &err);
+        if (!msgs) { free(err); json_decref(task); continue; }
+        json_t *rec = json_deep_copy(sim_record(s));
+        judge_verdict a, b;
+        judge_score_record(J, task, H, rec, msgs, &a);
+        judge_score(J, task, H, msgs, &b);
+        n++;
+        same += a.total == b.total && a.pass == b.pass && json_equal(a.reasons, b.reasons);
+        judge_verdict_clear(&a);
+        judge_verdict_clear(&b);
+        json_decref(rec);
+        json_decref(msgs);
+        json_decref(task);
+    }
+    CHECK(n > 250);
+    CHECK_EQ_INT(same, n);
+    sim_free(s);
+}
+
+static void test_verdict_line_matches_json(void)
+{
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    if (!t) { CHECK(0); return; }
+    char *text = xasprintf("@%s maybe ¥%g", nick(t), price + 1);
+    json_t *msgs = play(t, H, price_policy(t, "{\"skill\":\"stock_variants\"}", text));
+    json_t *traj = json_pack("{s:s,s:{s:[{s:s},{s:s},{s:s}]}}", "id", "tr-1", "meta", "hsa", "dim", "tools", "dim", "hooks", "dim", "tools");
+    judge_verdict v;
+    score(t, H, msgs, &v);
+    json_t *vj = judge_verdict_json(&v, traj, t);
+    char *a = json_compact(vj);
+    sbuf b;
+    sbuf_init(&b);
+    judge_verdict_line(&b, &v, traj, t);
+    CHECK(b.len > 0 && b.s[b.len - 1] == '\n');
+    b.s[--b.len] = 0;
+    CHECK_STR(b.s, a);
+    CHECK_STR(json_string_value(json_array_get(json_object_get(json_object_get(vj, "meta"), "hsa"), 1)), "hooks");
+    CHECK_EQ_INT((long)json_array_size(json_object_get(json_object_get(vj, "meta"), "hsa")), 2);
+    sbuf_free(&b);
+    free(a);
+    json_decref(vj);
+    json_decref(traj);
+    judge_verdict_clear(&v);
+    free(text);
+    json_decref(t);
+}
+
+static void test_bad_input(void)
+{
+    judge_verdict v;
+    json_t *t = task_of("greeting", 0, 0);
+    json_t *msgs = json_pack("[{s:s,s:s}]", "role", "assistant", "content", "hi");
+    CHECK_EQ_INT(judge_score(J, t, H, msgs, &v), -1);
+    CHECK_STR(json_string_value(json_object_get(json_array_get(v.reasons, 0), "code")), "bad_input");
+    judge_verdict_clear(&v);
+    CHECK_EQ_INT(judge_score(J, t, NULL, msgs, &v), -1);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    /* A conversation without a reply scores, with no_reply. */
+    msgs = json_pack("[{s:s,s:s}]", "role", "user", "content", "x");
+    CHECK_EQ_INT(judge_score(J, t, H, msgs, &v), 0);
+    CHECK(has_reason(&v, "no_reply"));
+    CHECK(has_reason(&v, "viewer_mismatch"));
+    CHECK_NEAR(v.total, 0.15, 1e-12);     /* only tool rationality holds */
+    CHECK(!v.pass);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+    /* A bad config. */
+    char *err = NULL;
+    json_t *cfg = judge_default_config();
+    json_object_set_new(json_object_get(cfg, "weights"), "accuracy", json_string("x"));
+    CHECK(judge_new(W, cfg, &err) == NULL);
+    CHECK(err && strstr(err, "weights.accuracy"));
+    free(err);
+    json_decref(cfg);
+}
+
+static void test_count_tokens(void)
+{
+    CHECK_EQ_INT(judge_count_tokens("hello world"), 2);
+    CHECK_EQ_INT(judge_count_tokens("  check the price,  then reply\n"), 5);
+    CHECK_EQ_INT(judge_count_tokens("我们去看看"), 5);
+    CHECK_EQ_INT(judge_count_tokens("价格 is ¥199"), 4);
+    CHECK_EQ_INT(judge_count_tokens(""), 0);
+    CHECK_EQ_INT(judge_count_tokens(NULL), 0);
+}
+
+/* ---- statistics and calibration ---------------------------------------------------------- */
+
+static void test_statistics(void)
+{
+    int a[] = { 1, 1, 0, 0, 1, 0, 1, 1 }, b[] = { 1, 0, 0, 0, 1, 1, 1, 1 };
+    /* po = 6/8; pa(1) = 5/8, pb(1) = 5/8: pe = 25/64 + 9/64 = 34/64 */
+    CHECK_NEAR(judge_kappa(a, b, 8, 2), (0.75 - 34.0 / 64) / (1 - 34.0 / 64), 1e-12);
+    CHECK_NEAR(judge_kappa(a, a, 8, 2), 1, 1e-12);
+    double x[] = { 1, 2, 3, 4, 5 }, y[] = { 2, 4, 6, 8, 100 }, z[] = { 5, 4, 3, 2, 1 }, t[] = { 1, 2, 2, 3, 4 };
+    CHECK_NEAR(judge_spearman(x, y, 5), 1, 1e-12);
+    CHECK_NEAR(judge_spearman(x, z, 5), -1, 1e-12);
+    /* ties: ranks of t are 1, 2.5, 2.5, 4, 5 */
+    double num = (-2) * (-2) + (-1) * (-0.5) + 0 * (-0.5) + 1 * 1 + 2 * 2;
+    double den = sqrt(10.0 * (4 + 0.25 + 0.25 + 1 + 4));
+    CHECK_NEAR(judge_spearman(x, t, 5), num / den, 1e-12);
+}
+
+static void test_calibrate_recovers_weights(void)
+{
+    const double w[JUDGE_NCOMP] = { 0.5, 0.2, 0.2, 0.1, 0.3 };
+    size_t n = 3000;
+    judge_case *cs = xcalloc(n, sizeof *cs);
+    rng_t r;
+    rng_seed(&r, 42);
+    for (size_t i = 0; i < n; i++) {
+        judge_case *c = &cs[i];
+        c->score[JUDGE_ACCURACY] = rng_chance(&r, 0.7);
+        c->score[JUDGE_EFFECTIVENESS] = (double)rng_below(&r, 3) / 2;
+        c->score[JUDGE_TOOLS] = (double)rng_below(&r, 5) / 4;
+        c->score[JUDGE_SKILLS] = (double)rng_below(&r, 3) / 2;
+        c->score[JUDGE_COT] = rng_chance(&r, 0.3) ? rng_uniform(&r) : 0;
+        double q = 0;
+        for (int k = 0; k < JUDGE_COT; k++) q += w[k] * c->score[k];
+        q -= w[JUDGE_COT] * c->score[JUDGE_COT];
+        long o = lround(1 + 4 * q);
+        c->overall = o < 1 ? 1 : o > 5 ? 5 : o;
+        c->accuracy = c->effectiveness = -1;
+    }
+    json_t *cfg = judge_default_config(), *rep = NULL;
+    char *err = NULL;
+    json_t *fit = judge_calibrate(cfg, cs, n, 0.3, 7, &rep, &err);
+    CHECK(fit != NULL);
+    if (fit) {
+        for (int k = 0; k < JUDGE_NCOMP; k++)
+            CHECK_NEAR(json_number_value(json_object_get(json_object_get(fit, "weights"), judge_comp_names[k])), w[k], 0.05);
+        CHECK(judge_config_check(fit) == NULL);
+        CHECK_STR(json_string_value(json_object_get(rep, "mode")), "overall");
+        CHECK_EQ_INT(json_integer_value(json_object_get(rep, "heldout")), 900);
+        CHECK(json_number_value(json_object_get(rep, "spearman")) > 0.9);
+        CHECK(json_number_value(json_object_get(json_object_get(rep, "overall"), "kappa")) > 0.6);
+        CHECK(json_number_value(json_object_get(json_object_get(rep, "pass"), "kappa")) > 0.8);
+        /* deterministic for the seed */
+        json_t *rep2 = NULL, *fit2 = judge_calibrate(cfg, cs, n, 0.3, 7, &rep2, &err);
+        CHECK(json_equal(fit, fit2) && json_equal(rep, rep2));
+        json_decref(fit2);
+        json_decref(rep2);
+    }
+    json_decref(fit);
+    json_decref(rep);
+    /* too few labels */
+    json_t *none = judge_calibrate(cfg, cs, 3, 0.3, 7, &rep, &err);
+    CHECK(none == NULL && err && strstr(err, "too few"));
+    free(err);
+    json_decref(cfg);
+    free(cs);
+}
+
+/* ---- the labeller through a pseudo-terminal ---------------------------------------------- */
+
+/* Read from fd until want appears in what was read (or 5 s pass). */
+static int expect(int fd, sbuf *seen, const char *want)
+{
+    for (int waited = 0; waited < 5000; ) {
+        if (seen->s && strstr(seen->s, want)) return 1;
+        struct pollfd p = { fd, POLLIN, 0 };
+        if (poll(&p, 1, 100) <= 0) { waited += 100; continue; }
+        char buf[4096];
+        ssize_t k = read(fd, buf, sizeof buf);
+        if (k <= 0) break;
+        sbuf_add(seen, buf, (size_t)k);
+    }
+    return seen->s && strstr(seen->s, want);
+}
+
+static void type(int fd, const char *s) { if (write(fd, s, strlen(s)) < 0) perror("write"); }
+
+/* Run the labeller on items in a child on a pty; script = (expect, send) pairs. */
+static int annotate_session(const judge_item *items, size_t n, const judge_annotate_opts *o,
+                            const char *const *script, sbuf *seen)
+{
+    int fd;
+    pid_t pid = forkpty(&fd, NULL, NULL, NULL);
+    if (pid < 0) { perror("forkpty"); return -1; }
+    if (pid == 0) {
+        long k = judge_annotate(items, n, o, stdin, stdout);
+        _exit(k < 0 ? 1 : (int)k);
+    }
+    int ok = 1;
+    for (int i = 0; script[i] && ok; i += 2) {
+        ok = expect(fd, seen, script[i]);
+        if (!ok) fprintf(stderr, "  pty: no '%s' in: %s\n", script[i], seen->s ? seen->s : "");
+        if (ok) { sbuf_reset(seen); type(fd, script[i + 1]); }
+    }
+    expect(fd, seen, "labelled this session");
+    int st;
+    waitpid(pid, &st, 0);
+    close(fd);
+    return ok && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_annotate_pty(void)
+{
+    /* Three cases with verdicts. */
+    json_t *keep = json_array();
+    judge_item items[3];
+    sim *s = sim_new(W);
+    sim_set_harness(s, H, NULL);
+    teacher_opts to = { 0, 0 };
+    for (int i = 0; i < 3; i++) {
+        json_t *task = task_of(i == 1 ? "greeting" : "price", i, 0);
+        rng_t r;
+        rng_derive(&r, 1, (uint64_t)i);
+        char *err = NULL;
+        json_t *msgs = teacher_run(T, s, task, &r, &to, NULL, &err);
+        CHECK(msgs != NULL);
+        char *id = xasprintf("case-%d", i);
+        json_t *traj = json_pack("{s:s,s:O,s:o}", "id", id, "task_id", json_object_get(task, "id"), "messages", msgs ? msgs : json_array());
+        judge_verdict v;
+        judge_score(J, task, H, json_object_get(traj, "messages"), &v);
+        json_t *vj = judge_verdict_json(&v, traj, task);
+        judge_verdict_clear(&v);
+        items[i].traj = traj;
+        items[i].verdict = vj;
+        json_array_append_new(keep, traj);
+        json_array_append_new(keep, vj);
+        free(id);
+        json_decref(task);
+    }
+    sim_free(s);
+    char *labels = xasprintf("%s/labels.jsonl", test_tmpdir()), *hist = xasprintf("%s/labels.history", test_tmpdir());
+    unlink(labels);
+    unlink(hist);
+    judge_annotate_opts o = { labels, hist, 0 };
+    sbuf seen;
+    sbuf_init(&seen);
+    /* Session 1: label case 0 (with a bad answer first), then quit. */
+    const char *const s1[] = { "accuracy 0/1> ", "2\r", "answer one of", "1\r", "effectiveness 0/0.5/1> ", "0.5\r",
+                               "comment> ", "too terse\r", "accuracy 0/1> ", "q\r", NULL };
+    CHECK_EQ_INT(annotate_session(items, 3, &o, s1, &seen), 1);
+    /* Session 2 resumes at case 1: skip it, label case 2, recall the
+     * comment from history with the up arrow. */
+    const char *const s2[] = { "case-1", "s\r", "case-2", "0\r", "effectiveness 0/0.5/1> ", "1\r",
+                               "comment> ", "\x1b[A\r", NULL };
+    sbuf_reset(&seen);
+    CHECK_EQ_INT(annotate_session(items, 3, &o, s2, &seen), 1);
+    size_t len;
+    char *text = read_file(labels, &len);
+    CHECK(text != NULL);
+    if (text) {
+        CHECK_STR(text, "{\"id\":\"case-0\",\"accuracy\":1,\"effectiveness\":0.5,\"comment\":\"too terse\"}\n"
+                        "{\"id\":\"case-2\",\"accuracy\":0,\"effectiveness\":1,\"comment\":\"too terse\"}\n");
+        free(text);
+    }
+    text = read_file(hist, &len);
+    CHECK(text && strstr(text, "too terse"));
+    free(text);
+    sbuf_free(&seen);
+    free(labels);
+    free(hist);
+    json_decref(keep);
+}
+
+int main(void)
+{
+    setup();
+    RUN(test_count_tokens);
+    RUN(test_statistics);
+    RUN(test_correct_by_hand);
+    RUN(test_wrong_price_fails_accuracy);
+    RUN(test_long_reply_loses_effectiveness);
+    RUN(test_effectiveness_checks);
+    RUN(test_repeated_call_loses_tool_rationality);
+    RUN(test_fault_behaviour);
+    RUN(test_malformed_turn);
+    RUN(test_skill_checks);
+    RUN(test_long_think_penalised);
+    RUN(test_tampered_tool_output);
+    RUN(test_bad_input);
+    RUN(test_verdict_line_matches_json);
+    RUN(test_record_path_agrees);
+    RUN(test_calibrate_recovers_weights);
+    RUN(test_annotate_pty);
+    RUN(test_teacher_full_marks);
+    RUN(test_hsa_variants_full_marks);
+    judge_free(J);
+    taskgen_free(G);
+    teacher_free(T);
+    world_free(W);
+    json_decref(H);
+    TEST_MAIN_END();
+}
