@@ -1,0 +1,297 @@
+/* rollout — play tasks through the simulator with a checkpoint as the
+ * policy; write trajectories (man 5 traj.jsonl), optionally with the
+ * judge's verdict and the token ids, mask and log-probs of every turn. */
+#include "ckpt.h"
+#include "cli.h"
+#include "harness.h"
+#include "judge.h"
+#include "jsonl.h"
+#include "rollout.h"
+#include "tasks.h"
+#include "tokenizer.h"
+#include "util.h"
+#include "world.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "usage: rollout --ckpt CKPT --world FILE [--harness H] [options] [TASKS.jsonl...]\n"
+    "Play each task through the simulator with the checkpoint as the agent, many\n"
+    "conversations at once, and write one trajectory per task in input order.\n"
+    "  --ckpt CKPT          checkpoint or Hugging Face directory (with tokenizer.json)\n"
+    "  --tokenizer FILE     tokenizer.json to use instead of the checkpoint's\n"
+    "  --world FILE         world.json (required)\n"
+    "  --harness H          harness for lines without an inline \"harness\"\n"
+    "  --tasks-are-cases    input lines are evaluation cases {\"id\",\"task\",\"harness\"?,...}\n"
+    "  --judge              add the judge's \"verdict\" to each line\n"
+    "  --judge-config FILE  judge weights and thresholds (default data/judge/default.json)\n"
+    "  --temperature X      0 = greedy (default 0)\n"
+    "  --top-k N            sample from the N likeliest tokens (default off)\n"
+    "  --top-p X            nucleus sampling mass (default 1 = off)\n"
+    "  --max-tokens N       generated tokens per turn (default 256)\n"
+    "  --max-turns N        assistant turns per conversation (default: the harness's\n"
+    "                       max_turns param, else 6)\n"
+    "  --max-gen-tokens N   generated tokens per conversation (default no limit)\n"
+    "  --max-context N      tokens per conversation (default the model's maximum)\n"
+    "  --no-thinking        enable_thinking=false in the generation prompt\n"
+    "  --batch N            conversations in flight (default 8)\n"
+    "  --logprobs           add \"tokens\": {\"ids\",\"mask\",\"logprobs\"}\n"
+    "  --seed N             sampling seed (default 1); task i uses stream i\n"
+    "  --skip-bad           skip bad task lines and failed conversations, report the count\n"
+    "  -o FILE              output (default stdout)\n";
+
+enum { O_CKPT = 1, O_TOK, O_WORLD, O_HARNESS, O_CASES, O_JUDGE, O_JCFG, O_TEMP, O_TOPK, O_TOPP,
+       O_MAXTOK, O_TURNS, O_GENTOK, O_CTX, O_NOTHINK, O_BATCH, O_LOGP };
+
+/* One conversation between input and output. */
+typedef struct {
+    long    line;
+    const char *file;    /* one of the names kept in main */
+    char   *id;          /* trajectory id */
+    json_t *extra;       /* case keys for meta.case, or NULL */
+    json_t *out;         /* the finished line, or NULL while running */
+    int     failed;
+} job;
+
+typedef struct {
+    job   *v;
+    long   n, cap, emitted;
+} jobs;
+
+static job *job_new(jobs *J)
+{
+    if (J->n == J->cap) J->v = xrealloc(J->v, (J->cap = J->cap ? 2 * J->cap : 64) * sizeof *J->v);
+    job *j = &J->v[J->n++];
+    memset(j, 0, sizeof *j);
+    return j;
+}
+
+/* A case line {"id","task","harness"?,...}: split into task and the keys
+ * that go to meta.case.  Returns the task (borrowed from line) or NULL. */
+static const json_t *case_task(const json_t *line, json_t **extra, char **err)
+{
+    const json_t *task = json_object_get(line, "task");
+    if (!json_is_object(task)) { *err = xstrdup("a case needs a \"task\" object"); return NULL; }
+    *extra = json_object();
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)line, k, v)
+        if (strcmp(k, "task") && strcmp(k, "harness")) json_object_set(*extra, k, v);
+    return task;
+}
+
+/* Tokenizer: --tokenizer, else the checkpoint's member. */
+static tokenizer *load_tokenizer(const ckpt *k, const char *ckpath, const char *tpath)
+{
+    char *err = NULL;
+    tokenizer *t = NULL;
+    if (tpath) {
+        t = tok_load(tpath, &err);
+        if (!t) hat_errat(tpath, 0, "%s", err);
+    } else if (!k->tokenizer) {
+        hat_errat(ckpath, 0, "the checkpoint has no tokenizer.json (give --tokenizer FILE, or "
+                  "model-init --tokenizer)");
+    } else {
+        json_t *j = json_parse_named(k->tokenizer, k->tokenizer_len, "tokenizer.json");
+        t = j ? tok_from_json(j, &err) : NULL;
+        if (j && !t) hat_errat(ckpath, 0, "tokenizer.json: %s", err);
+        json_decref(j);
+    }
+    free(err);
+    return t;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void progress(rollout *r, long total_read, double t0, int final)
+{
+    static double last;
+    double t = now();
+    if (!final && t - last < 0.5) return;
+    last = t;
+    rollout_stats s = rollout_get_stats(r);
+    fprintf(stderr, "\rrollout: %ld/%ld done, %d running, %ld turns, %.0f tok/s   %s",
+            s.conversations, total_read, rollout_running(r), s.turns,
+            s.gen_tokens / (t - t0 > 1e-9 ? t - t0 : 1e-9), final ? "\n" : "");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        { "ckpt", required_argument, NULL, O_CKPT }, { "tokenizer", required_argument, NULL, O_TOK },
+        { "world", required_argument, NULL, O_WORLD }, { "harness", required_argument, NULL, O_HARNESS },
+        { "tasks-are-cases", no_argument, NULL, O_CASES }, { "judge", no_argument, NULL, O_JUDGE },
+        { "judge-config", required_argument, NULL, O_JCFG },
+        { "temperature", required_argument, NULL, O_TEMP }, { "top-k", required_argument, NULL, O_TOPK },
+        { "top-p", required_argument, NULL, O_TOPP }, { "max-tokens", required_argument, NULL, O_MAXTOK },
+        { "max-turns", required_argument, NULL, O_TURNS }, { "max-gen-tokens", required_argument, NULL, O_GENTOK },
+        { "max-context", required_argument, NULL, O_CTX }, { "no-thinking", no_argument, NULL, O_NOTHINK },
+        { "batch", required_argument, NULL, O_BATCH }, { "logprobs", no_argument, NULL, O_LOGP }, { 0 } };
+    cli_spec spec = { usage, "", longs };
+    cli_common c = { 0 };
+    const char *ckpath = NULL, *tpath = NULL, *wpath = NULL, *hpath = NULL, *jcfg = NULL;
+    int cases = 0, use_judge = 0, batch = 8, logprobs = 0, max_ctx = 0, opt;
+    rollout_params p = ROLLOUT_PARAMS_INIT;
+    cli_init(argc, argv);
+    while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
+        switch (opt) {
+        case O_CKPT: ckpath = optarg; break;
+        case O_TOK: tpath = optarg; break;
+        case O_WORLD: wpath = optarg; break;
+        case O_HARNESS: hpath = optarg; break;
+        case O_CASES: cases = 1; break;
+        case O_JUDGE: use_judge = 1; break;
+        case O_JCFG: jcfg = optarg; use_judge = 1; break;
+        case O_TEMP: p.temperature = (float)cli_double(&spec, "--temperature", optarg, 0, 100); break;
+        case O_TOPK: p.top_k = (int)cli_long(&spec, "--top-k", optarg, 0, 1 << 24); break;
+        case O_TOPP: p.top_p = (float)cli_double(&spec, "--top-p", optarg, 0, 1); break;
+        case O_MAXTOK: p.max_tokens = (int)cli_long(&spec, "--max-tokens", optarg, 1, 1 << 20); break;
+        case O_TURNS: p.max_turns = (int)cli_long(&spec, "--max-turns", optarg, 1, ROLLOUT_MAX_TURNS); break;
+        case O_GENTOK: p.max_gen_tokens = (int)cli_long(&spec, "--max-gen-tokens", optarg, 1, 1 << 30); break;
+        case O_CTX: max_ctx = (int)cli_long(&spec, "--max-context", optarg, 16, 1 << 24); break;
+        case O_NOTHINK: p.enable_thinking = CHAT_THINK_OFF; break;
+        case O_BATCH: batch = (int)cli_long(&spec, "--batch", optarg, 1, 4096); break;
+        case O_LOGP: logprobs = 1; break;
+        }
+    }
+    if (!ckpath) cli_usage_error(&spec, "--ckpt is required");
+    if (!wpath) cli_usage_error(&spec, "--world is required");
+
+    int rc = 0;
+    ckpt k = { 0 };
+    world *w = NULL;
+    json_t *h0 = NULL, *jconf = NULL;
+    tokenizer *t = NULL;
+    judge *jd = NULL;
+    rollout *r = NULL;
+    hat_out *o = NULL;
+    jobs J = { 0 };
+    char *err = NULL;
+    if (ckpt_load(&k, ckpath)) { rc = -1; goto out; }
+    if (!(t = load_tokenizer(&k, ckpath, tpath))) { rc = -1; goto out; }
+    if (max_ctx > k.m->cfg.max_position_embeddings) max_ctx = k.m->cfg.max_position_embeddings;
+    if (!(w = world_load(wpath))) { rc = -1; goto out; }
+    if (hpath && !(h0 = harness_load(hpath))) { rc = -1; goto out; }
+    if (jcfg && !(jconf = json_load_path(jcfg))) { rc = -1; goto out; }
+    if (use_judge && !(jd = judge_new(w, jconf, &err))) {
+        hat_errat(jcfg ? jcfg : "judge", 0, "%s", err);
+        rc = -1;
+        goto out;
+    }
+    if (!(r = rollout_new(k.m, t, w, batch, max_ctx, &err))) {
+        hat_errat(tpath ? tpath : ckpath, 0, "%s", err);
+        rc = -1;
+        goto out;
+    }
+    rollout_set_judge(r, jd);
+    {
+        const char *base = strrchr(ckpath, '/');
+        rollout_set_name(r, base && base[1] ? base + 1 : ckpath);
+    }
+    if (!(o = out_open(c.output))) { rc = -1; goto out; }
+
+    int tty = isatty(2), nin = optind < argc ? argc - optind : 1, fi = 0, eof = 0;
+    long bad = 0;
+    double t0 = now();
+    jsonl_reader *in = NULL;
+    char **names = xcalloc(nin, sizeof *names);    /* for messages after a reader closes */
+    while (!rc && (!eof || rollout_running(r) || rollout_pending(r))) {
+        /* Fill free places with the next task lines. */
+        while (!rc && !eof && rollout_running(r) < batch) {
+            if (!in) {
+                if (fi == nin) { eof = 1; break; }
+                in = jsonl_open(optind < argc ? argv[optind + fi] : "-", c.skip_bad);
+                if (!in) { rc = -1; break; }
+                names[fi++] = xstrdup(jsonl_name(in));
+            }
+            json_t *line;
+            int got = jsonl_next(in, &line);
+            if (got <= 0) {
+                if (got < 0 || jsonl_close(in)) rc = -1;
+                in = NULL;
+                continue;
+            }
+            json_t *extra = NULL;
+            const json_t *task = cases ? case_task(line, &extra, &err) : line;
+            const json_t *h = json_object_get(line, "harness");
+            if (!h && task) h = json_object_get(task, "harness");
+            if (!h) h = h0;
+            if (task && !err) err = task_check(task);
+            if (!err && !h) err = xstrdup("no harness: give --harness or an inline \"harness\"");
+            job *j = NULL;
+            if (!err) {
+                j = job_new(&J);
+                j->line = jsonl_line(in);
+                j->file = names[fi - 1];
+                j->extra = extra;
+                extra = NULL;
+                const json_t *cid = cases ? json_object_get(line, "id") : NULL;
+                const char *id = json_string_value(cid ? cid : json_object_get(task, "id"));
+                j->id = xasprintf("%s.r", id ? id : "");
+                if (rollout_add(r, task, h, c.seed, (uint64_t)(J.n - 1), &p, (void *)(intptr_t)(J.n - 1), &err)) {
+                    J.n--;
+                    free(j->id);
+                    json_decref(j->extra);
+                    if (!err) err = xstrdup("no free place for the conversation");   /* cannot happen */
+                }
+            }
+            if (err) {
+                hat_errat(jsonl_name(in), jsonl_line(in), "%s", err);
+                free(err);
+                err = NULL;
+                bad++;
+                if (!c.skip_bad) rc = -1;
+            }
+            json_decref(extra);
+            json_decref(line);
+        }
+        if (rc) break;
+        rollout_step(r);
+        for (rollout_result *x; (x = rollout_take(r)); rollout_result_free(x)) {
+            job *j = &J.v[(intptr_t)x->user];
+            if (x->finish == ROLLOUT_ERROR) {
+                hat_errat(j->file, j->line, "%s", x->error);
+                j->failed = 1;
+                bad++;
+                if (!c.skip_bad) rc = -1;
+                continue;
+            }
+            if (j->extra) json_object_set(x->meta, "case", j->extra);
+            j->out = rollout_result_json(x, j->id, logprobs);
+        }
+        /* Emit in input order. */
+        for (; !rc && J.emitted < J.n && (J.v[J.emitted].out || J.v[J.emitted].failed); J.emitted++) {
+            job *j = &J.v[J.emitted];
+            if (j->out) rc = out_json(o, j->out);
+            json_decref(j->out); json_decref(j->extra); free(j->id);
+            j->out = j->extra = NULL;
+            j->id = NULL;
+        }
+        if (tty) progress(r, J.n, t0, 0);
+    }
+    if (in && jsonl_close(in)) rc = -1;
+    if (tty) progress(r, J.n, t0, 1);
+    if (c.skip_bad && bad) hat_warn("skipped %ld bad tasks", bad);
+    for (int i = 0; i < nin; i++) free(names[i]);
+    free(names);
+out:
+    if (o) { if (rc) out_abort(o); else rc = out_close(o); }
+    for (long i = J.emitted; i < J.n; i++) { json_decref(J.v[i].out); json_decref(J.v[i].extra); free(J.v[i].id); }
+    free(J.v);
+    rollout_free(r);
+    judge_free(jd);
+    json_decref(jconf);
+    json_decref(h0);
+    world_free(w);
+    tok_free(t);
+    ckpt_free(&k);
+    return rc ? EXIT_FAIL : EXIT_OK;
+}
