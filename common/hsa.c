@@ -411,6 +411,10 @@ json_t *hsa_parse_record(hsa_reader *r, const char *line, size_t len)
     json_error_t e;
     size_t a, b;
     json_t *rec = NULL;
+    if (json_too_deep(line, len, JSONL_MAX_DEPTH)) {
+        hat_errat(r->name, r->line, "JSON nested deeper than %d levels", JSONL_MAX_DEPTH);
+        return NULL;
+    }
     if (harness_span(line, len, &a, &b) && line[a] == '{') {
         if (!r->h || r->hlen != b - a || memcmp(r->hraw, line + a, b - a)) {
             json_t *h = json_loadb(line + a, b - a, 0, &e);

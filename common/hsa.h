@@ -85,8 +85,10 @@ typedef struct {
     int    reply_emoji;
     int    tool_calls;        /* most calls after one viewer message */
     int    turns;             /* most assistant turns per viewer message */
-    int    retries;           /* most retries of one failing call */
+    int    retries;           /* most retries of one failing call, pruned ones included */
     int    gave_up;           /* a failing call was abandoned: retries exact */
+    int    budget_spent;      /* abandoned with retries left: the call and turn
+                                 budgets stopped it, so they must not move */
     int    format_rejected;   /* a reply_format hook fired: limits frozen */
     int    final_over;        /* final reply already breaks the old limits */
 } hsa_needs;

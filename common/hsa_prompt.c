@@ -58,6 +58,8 @@ static double lower_bound(const hsa_ctx *c, const char *param)
     if (!n) return -1;
     int lim = !strcmp(param, "max_chars") || !strcmp(param, "max_emoji");
     if (lim && n->format_rejected) return -2;
+    int budget = !strcmp(param, "max_tool_calls") || !strcmp(param, "max_turns");
+    if (budget && n->budget_spent) return -2;   /* a call was given up for it */
     if (!strcmp(param, "max_chars")) return n->reply_chars;
     if (!strcmp(param, "max_emoji")) return n->reply_emoji;
     if (!strcmp(param, "max_tool_calls")) return n->tool_calls;

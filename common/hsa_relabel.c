@@ -3,7 +3,8 @@
  * Two passes over the messages (man 5 traj.jsonl conventions):
  *   hsa_needs_scan  what the trajectory needs from its old harness: the
  *                   skills it loads, the final reply's length and emoji,
- *                   calls and turns per viewer message, retries made;
+ *                   calls and turns per viewer message, retries made
+ *                   (the pruned ones too, from meta.recovery);
  *   hsa_relabel     rewrite every surface form from the old harness to the
  *                   new one: tool-call names and argument keys (by
  *                   x-function), loader calls and the skill texts they
@@ -85,7 +86,7 @@ static int retryable(const json_t *h, const char *errtext)
     const char *fmt = str(hooks, "error_format");
     json_t *vars = json_object();
     int yes = 0;
-    if (fmt && hsa_template_match(fmt, errtext, vars)) {
+    if (fmt && hsa_template_match(fmt, errtext, vars) && str(vars, "code")) {
         const char *code = str(vars, "code");
         const json_t *codes = json_object_get(harness_functions(), "fault_codes");
         const char *fault;
@@ -100,7 +101,7 @@ static int retryable(const json_t *h, const char *errtext)
                 yes |= json_is_string(f) && !strcmp(json_string_value(f), fault);
         }
     } else {
-        yes = 1;   /* unknown error: assume the runtime retried it */
+        yes = 1;   /* unknown error or no code: assume the runtime retried it */
     }
     json_decref(vars);
     return yes;
@@ -136,6 +137,29 @@ static void track_call(hsa_needs *n, retry_track *t, const char *key)
         if (f > n->retries) n->retries = (int)f;
     }
     json_array_append_new(t->pending, json_string(key));
+}
+
+/* Retries the messages do not show.  The scripted teacher prunes the
+ * failed attempts of a call a retry recovered; the judge replays them
+ * silently, so they count against max_retries and max_tool_calls as if
+ * they were there.  meta.recovery has them per call (attempts, pruned);
+ * an older record with only meta.pruned is read as one call. */
+static void hidden_retries(hsa_needs *n, const json_t *meta)
+{
+    const json_t *rv = json_object_get(meta, "recovery");
+    long pruned = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(rv, i, e) {
+        json_int_t a = json_integer_value(json_object_get(e, "attempts"));
+        if (a - 1 > n->retries) n->retries = (int)(a - 1);
+        pruned += (long)json_integer_value(json_object_get(e, "pruned"));
+    }
+    if (!json_array_size(rv)) {
+        pruned = (long)json_integer_value(json_object_get(meta, "pruned"));
+        if (pruned > n->retries) n->retries = (int)pruned;
+    }
+    if (pruned > 0) n->tool_calls += (int)pruned;
 }
 
 int hsa_needs_scan(hsa_needs *n, const json_t *rec, const json_t *h, const char **why)
@@ -185,9 +209,18 @@ int hsa_needs_scan(hsa_needs *n, const json_t *rec, const json_t *h, const char 
             else if (json_array_size(t.pending)) json_array_remove(t.pending, 0);
         }
     }
+    /* A call left failing was given up.  With retries to spare under the
+     * old max_retries it was the call or turn budget that stopped it: the
+     * trajectory is right only while that budget stays spent. */
+    json_int_t maxr = json_integer_value(json_object_get(
+        json_object_get(json_object_get(h, "hooks"), "tool_retry"), "max_retries"));
     const char *k;
     json_t *v;
-    json_object_foreach(t.last_failed, k, v) n->gave_up = 1;
+    json_object_foreach(t.last_failed, k, v) {
+        n->gave_up = 1;
+        if (json_integer_value(json_object_get(t.fails, k)) < maxr) n->budget_spent = 1;
+    }
+    hidden_retries(n, json_object_get(rec, "meta"));
     if (final) {
         const char *text = str(final, "content");
         n->reply_chars = hsa_count_chars(text);
@@ -483,8 +516,9 @@ static json_t *name_map(const relabel *R)
     json_t *t;
     json_array_foreach(json_object_get(R->oldh, "tools"), i, t) {
         const json_t *nt = harness_tool_by_function(R->newh, str(t, "function"));
-        if (nt && strcmp(str(t, "name"), str(nt, "name")))
-            json_object_set_new(m, str(t, "name"), json_string(str(nt, "name")));
+        const char *on = str(t, "name"), *nn = nt ? str(nt, "name") : NULL;
+        if (on && nn && strcmp(on, nn))   /* nameless tools (bad inline harness) skipped */
+            json_object_set_new(m, on, json_string(nn));
     }
     const char *k;
     json_t *v;

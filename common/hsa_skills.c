@@ -28,8 +28,9 @@ static const char *old_name(const hsa_ctx *c, const char *now)
 {
     const char *k;
     json_t *v;
+    if (!now) return NULL;   /* a skill without a string name (bad inline harness) */
     json_object_foreach(c->skill_map, k, v)
-        if (!strcmp(json_string_value(v), now)) return k;
+        if (json_is_string(v) && !strcmp(json_string_value(v), now)) return k;
     return now;
 }
 

@@ -37,6 +37,7 @@ typedef struct {
     json_t *asst;               /* the assistant message */
     json_t *tools;              /* tool messages, one per call */
     int     gold[MAX_CALLS];    /* gold call index per call, -1 for skill loads */
+    int     fail[MAX_CALLS];    /* the attempt failed */
     int     drop[MAX_CALLS];    /* pruned from the kept trajectory */
     int     n;
 } turn;
@@ -75,6 +76,7 @@ static json_t *add_call(run *x, turn *tu, const char *name, json_t *args, int go
         json_pack("{s:s,s:{s:s,s:O}}", "type", "function", "function", "name", name, "arguments", args));
     json_array_append_new(tu->tools, sim_tool_call(x->s, name, args));
     tu->gold[tu->n] = gold;
+    tu->fail[tu->n] = 0;
     tu->drop[tu->n] = 0;
     tu->n++;
     json_decref(args);
@@ -178,8 +180,23 @@ static long hparam(const json_t *h, const char *name, long dflt)
     return harness_param(h, name, &v) ? dflt : (long)v;
 }
 
+/* The failed attempts of a call that a retry later recovered are pruned
+ * (unless retries are kept).  An attempt is never pruned when no retry
+ * followed it or the retries failed too: the kept trajectory must still
+ * show every call the conversation needed and how it ended. */
+static void mark_pruned(run *x)
+{
+    for (int i = 0; i < x->nturns; i++) {
+        turn *tu = &x->turns[i];
+        for (int c = 0; c < tu->n; c++) {
+            int gi = tu->gold[c];
+            tu->drop[c] = gi >= 0 && tu->fail[c] && x->results[gi];
+        }
+    }
+}
+
 /* Issue the gold calls, retrying as tool_retry allows within the turn and
- * tool-call budgets.  Fills results[] / failed[]. */
+ * tool-call budgets.  Fills results[] / failed[] / attempts[]. */
 static int make_calls(run *x, turn *first, int reserve_turns)
 {
     const json_t *calls = json_object_get(json_object_get(x->task, "gold"), "calls");
@@ -210,18 +227,19 @@ static int make_calls(run *x, turn *first, int reserve_turns)
         for (int k = 0; k < nn; k++) {
             int gi = now[k], slot = tu->n - nn + k;
             if (got[k]) { x->results[gi] = got[k]; continue; }
+            tu->fail[slot] = 1;
             const json_t *f = task_fault(x->task, gi);
             const char *type = f ? sget(f, "type") : NULL;
             int turns_left = (int)max_turns - x->nturns - reserve_turns;
-            if (f && retryable(x->h, type) && x->attempts[gi] <= maxr && turns_left > 0) {
+            /* A retry may still be stopped by the tool-call budget above. */
+            if (f && retryable(x->h, type) && x->attempts[gi] <= maxr && turns_left > 0)
                 pending[np++] = gi;
-                tu->drop[slot] = 1;     /* pruned unless retries are kept */
-            } else {
+            else
                 x->failed[gi] = 1;
-            }
         }
         tu = NULL;
     }
+    mark_pruned(x);
     return 0;
 }
 
@@ -233,7 +251,10 @@ static void set_str(json_t *v, const char *k, const json_t *src, const char *sk)
     if (json_is_string(x) || json_is_number(x)) json_object_set(v, k, (json_t *)x);
 }
 
-/* Slots from the product lookup result r (suffix "" or "2"). */
+/* Slots from the product lookup result r (suffix "" or "2").  {price} is
+ * the regular price beside {flash_price} for the price replies ("usually
+ * ¥{price}"), but a comparison quotes what each product costs now: the
+ * live price, the flash price during a flash sale (gold.facts.price). */
 static void product_vars(run *x, json_t *v, const json_t *r, const char *sfx)
 {
     char k[32];
@@ -244,7 +265,8 @@ static void product_vars(run *x, json_t *v, const json_t *r, const char *sfx)
     else set_str(v, k, r, "name");
     const json_t *fs = json_object_get(r, "flash_sale");
     snprintf(k, sizeof k, "price%s", sfx);
-    if (*sfx && fs) set_str(v, k, fs, "price");     /* compare quotes live prices */
+    const char *intent = sget(x->task, "intent");
+    if (fs && intent && !strcmp(intent, "compare")) set_str(v, k, fs, "price");
     else set_str(v, k, r, "price");
     if (!*sfx) {
         set_str(v, "list_price", r, "list_price");
@@ -438,6 +460,30 @@ static void emit(run *x, json_t *out, int keep)
     }
 }
 
+/* meta.recovery: one entry per gold call that met a failure, so that a
+ * later rewrite (HSA) knows the retries made even where they were pruned:
+ * {"call", "function", "attempts", "failed", "pruned", "recovered"}. */
+static json_t *recovery(run *x, int keep)
+{
+    const json_t *calls = json_object_get(json_object_get(x->task, "gold"), "calls");
+    json_t *out = json_array();
+    for (int gi = 0; gi < x->ncalls; gi++) {
+        int failed = 0, pruned = 0;
+        for (int i = 0; i < x->nturns; i++)
+            for (int c = 0; c < x->turns[i].n; c++)
+                if (x->turns[i].gold[c] == gi && x->turns[i].fail[c]) {
+                    failed++;
+                    pruned += x->turns[i].drop[c] && !keep;
+                }
+        if (!failed) continue;
+        const char *fn = sget(json_array_get(calls, (size_t)gi), "function");
+        json_array_append_new(out, json_pack("{s:i,s:s,s:i,s:i,s:i,s:b}", "call", gi,
+            "function", fn ? fn : "", "attempts", x->attempts[gi], "failed", failed,
+            "pruned", pruned, "recovered", x->results[gi] != NULL));
+    }
+    return out;
+}
+
 static void free_run(run *x)
 {
     for (int i = 0; i < x->nturns; i++) { json_decref(x->turns[i].asst); json_decref(x->turns[i].tools); }
@@ -497,7 +543,7 @@ json_t *teacher_run(teacher *t, sim *s, const json_t *task, rng_t *r,
         json_array_foreach(json_object_get(sim_record(s), "faults"), i, f) hit += (int)json_integer_value(json_object_get(f, "failed"));
         json_object_set_new(meta, "faults_hit", json_integer(hit));
         json_object_set_new(meta, "pruned", json_integer(pruned));
-        json_object_set_new(meta, "recovery", json_array());
+        json_object_set_new(meta, "recovery", recovery(&x, keep));
     }
     free_run(&x);
     return out;

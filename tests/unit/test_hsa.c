@@ -7,7 +7,12 @@
 #include "harness.h"
 #include "hsa.h"
 #include "jsonl.h"
+#include "judge.h"
+#include "sim.h"
+#include "tasks.h"
+#include "teacher.h"
 #include "util.h"
+#include "world.h"
 
 #include <sys/stat.h>
 
@@ -605,6 +610,192 @@ static void same_seed_same_bytes_and_mix(void)
     json_decref(recs);
 }
 
+/* ---- retries the messages do not show, and calls given up ------------------------ */
+
+static void set_param(json_t *h, const char *name, long v)
+{
+    size_t i;
+    json_t *b;
+    json_array_foreach(json_object_get(json_object_get(h, "system_prompt"), "blocks"), i, b) {
+        json_t *p = json_object_get(json_object_get(b, "params"), name);
+        if (p) json_object_set_new(p, "value", json_integer(v));
+    }
+}
+
+static long param(const json_t *h, const char *name)
+{
+    double v;
+    return harness_param(h, name, &v) ? -1 : (long)v;
+}
+
+static long max_retries(const json_t *h)
+{
+    return (long)json_integer_value(json_object_get(json_object_get(json_object_get(h, "hooks"),
+                                                                    "tool_retry"), "max_retries"));
+}
+
+/* A teacher trajectory of a price task whose lookup times out `times`
+ * times under h, as traj-gen writes it (meta included). */
+static json_t *teacher_traj(world *w, teacher *t, taskgen *g, const json_t *h, int times,
+                            int keep, json_t **task)
+{
+    *task = taskgen_make(g, 3, 0, "price", 0);
+    json_object_set_new(*task, "faults", json_pack("[{s:i,s:s,s:i}]", "call", 0, "type", "timeout", "times", times));
+    sim *s = sim_new(w);
+    sim_set_harness(s, h, NULL);
+    teacher_opts o = { 0, keep };
+    rng_t r;
+    rng_seed(&r, 1);
+    char *err = NULL;
+    json_t *meta = json_pack("{s:[]}", "hsa");
+    json_t *msgs = teacher_run(t, s, *task, &r, &o, meta, &err);
+    CHECK(msgs != NULL);
+    free(err);
+    sim_free(s);
+    return json_pack("{s:s,s:O,s:O,s:o,s:o}", "id", "r", "task_id", json_object_get(*task, "id"),
+                     "harness", h, "messages", msgs ? msgs : json_array(), "meta", meta);
+}
+
+/* Variants of rec, the `dims` dimensions at p 1: how many the judge does
+ * not give full marks; check() sees each harness.  The judge caches its
+ * harness by pointer, so every variant stays alive until the judge is
+ * freed: a new harness at a freed one's address would read stale. */
+static int judged_variants(const world *w, const json_t *task, const json_t *rec, const char *dims,
+                           void (*check)(const json_t *old, const json_t *nh))
+{
+    hsa_vocab *vs[2] = { hsa_vocab_load("train"), hsa_vocab_load("heldout") };
+    hsa_opts o;
+    hsa_opts_dims(&o, dims, 1.0, &(const char *){ NULL });
+    char *jerr = NULL;
+    judge *j = judge_new(w, NULL, &jerr);
+    CHECK(j != NULL);
+    free(jerr);
+    json_t *alive = json_array();
+    int bad = 0;
+    for (int i = 0; j && i < 60; i++) {
+        const char *err = NULL;
+        json_t *out = hsa_augment_record(NULL, vs[i % 2], &o, rec, NULL, 17, (uint64_t)i, 0, &err);
+        CHECK(out && json_is_true(json_object_get(json_object_get(out, "meta"), "hsa_valid")));
+        if (!out) continue;
+        const json_t *nh = json_object_get(out, "harness");
+        if (check) check(json_object_get(rec, "harness"), nh);
+        judge_verdict v;
+        int rc = judge_score(j, task, nh, json_object_get(out, "messages"), &v);
+        if (rc || !v.pass || v.total != 1) {
+            if (bad++ < 3) {
+                char *r = json_compact(v.reasons);
+                fprintf(stderr, "  variant %d: %s\n", i, r);
+                free(r);
+            }
+        }
+        judge_verdict_clear(&v);
+        json_array_append_new(alive, out);
+    }
+    judge_free(j);
+    json_decref(alive);
+    hsa_vocab_free(vs[0]);
+    hsa_vocab_free(vs[1]);
+    return bad;
+}
+
+static void pruned_retries_at_least(const json_t *old, const json_t *nh)
+{
+    (void)old;
+    CHECK(max_retries(nh) >= 2);
+    CHECK(param(nh, "max_tool_calls") >= 3);
+}
+
+static void budgets_unmoved(const json_t *old, const json_t *nh)
+{
+    CHECK_EQ_INT(param(nh, "max_tool_calls"), param(old, "max_tool_calls"));
+    CHECK_EQ_INT(param(nh, "max_turns"), param(old, "max_turns"));
+}
+
+/* The judge replays a pruned retry silently, within max_retries and
+ * counting it as a tool call, so HSA must count it too (meta.recovery);
+ * a call the budget stopped is right only while the budget stays spent;
+ * an error_format without {code} still shows a retry.  Every variant is
+ * judged. */
+static void hidden_and_abandoned_retries(void)
+{
+    world *w = world_from_json(world_generate(11, 120), "gen");
+    teacher *t = teacher_new();
+    CHECK(w && t);
+    if (!w || !t) { teacher_free(t); world_free(w); return; }
+    taskgen *g = taskgen_new(w, "train");
+    json_t *h = example(), *task;
+    hsa_needs n;
+    const char *why = NULL;
+
+    /* Two timeouts, recovered by the third attempt, both pruned. */
+    json_t *rec = teacher_traj(w, t, g, h, 2, 0, &task);
+    CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(rec, "meta"), "pruned")), 2);
+    CHECK_EQ_INT(hsa_needs_scan(&n, rec, h, &why), 0);
+    CHECK_EQ_INT(n.retries, 2);
+    CHECK_EQ_INT(n.tool_calls, 4);                /* a skill load, one shown, two replayed */
+    CHECK_EQ_INT(n.gave_up, 0);
+    hsa_needs_free(&n);
+    CHECK_EQ_INT(judged_variants(w, task, rec, "all", pruned_retries_at_least), 0);
+    CHECK_EQ_INT(judged_variants(w, task, rec, "hooks", pruned_retries_at_least), 0);
+    /* a record with only meta.pruned (no per-call recovery) is read as one call */
+    json_object_set_new(json_object_get(rec, "meta"), "recovery", json_array());
+    CHECK_EQ_INT(hsa_needs_scan(&n, rec, h, &why), 0);
+    CHECK_EQ_INT(n.retries, 2);
+    hsa_needs_free(&n);
+    /* without meta the retries are invisible: what the relabeller must not rely on */
+    json_object_del(rec, "meta");
+    CHECK_EQ_INT(hsa_needs_scan(&n, rec, h, &why), 0);
+    CHECK_EQ_INT(n.retries, 0);
+    hsa_needs_free(&n);
+    json_decref(rec);
+    json_decref(task);
+
+    /* max_tool_calls 2: two timeouts, the budget ends the call (a third
+     * attempt would have succeeded). */
+    json_t *h2 = json_deep_copy(h);
+    set_param(h2, "max_tool_calls", 2);
+    rec = teacher_traj(w, t, g, h2, 2, 0, &task);
+    CHECK_EQ_INT(hsa_needs_scan(&n, rec, h2, &why), 0);
+    CHECK_EQ_INT(n.gave_up, 1);
+    CHECK_EQ_INT(n.budget_spent, 1);
+    CHECK_EQ_INT(n.retries, 1);
+    hsa_needs_free(&n);
+    CHECK_EQ_INT(judged_variants(w, task, rec, "all", NULL), 0);
+    CHECK_EQ_INT(judged_variants(w, task, rec, "prompt", budgets_unmoved), 0);
+    json_decref(rec);
+    json_decref(task);
+    json_decref(h2);
+
+    /* Three timeouts against max_retries 2: given up at the retry limit;
+     * the budgets are free, max_retries may not grow past 2. */
+    rec = teacher_traj(w, t, g, h, 3, 0, &task);
+    CHECK_EQ_INT(hsa_needs_scan(&n, rec, h, &why), 0);
+    CHECK_EQ_INT(n.gave_up, 1);
+    CHECK_EQ_INT(n.budget_spent, 0);
+    CHECK_EQ_INT(n.retries, 2);
+    hsa_needs_free(&n);
+    CHECK_EQ_INT(judged_variants(w, task, rec, "all", NULL), 0);
+    json_decref(rec);
+    json_decref(task);
+
+    /* An error_format with no {code}: a retry is still a retry. */
+    h2 = json_deep_copy(h);
+    json_object_set_new(json_object_get(h2, "hooks"), "error_format", json_string("{tool} failed: {message}"));
+    rec = teacher_traj(w, t, g, h2, 1, 1, &task);
+    json_object_del(rec, "meta");                 /* the messages alone */
+    CHECK_EQ_INT(hsa_needs_scan(&n, rec, h2, &why), 0);
+    CHECK_EQ_INT(n.retries, 1);
+    hsa_needs_free(&n);
+    json_decref(rec);
+    json_decref(task);
+    json_decref(h2);
+
+    json_decref(h);
+    taskgen_free(g);
+    teacher_free(t);
+    world_free(w);
+}
+
 int main(void)
 {
     RUN(template_match_and_keys);
@@ -616,5 +807,6 @@ int main(void)
     RUN(relabelled_trajectories_stay_consistent);
     RUN(long_reply_constrains_max_chars);
     RUN(same_seed_same_bytes_and_mix);
+    RUN(hidden_and_abandoned_retries);
     TEST_MAIN_END();
 }

@@ -223,6 +223,29 @@ static void teacher_respects_tight_and_lenient_limits(void)
     json_decref(h);
 }
 
+static int tool_msgs(const json_t *msgs, const char *name)
+{
+    int n = 0;
+    size_t i;
+    json_t *m;
+    json_array_foreach(msgs, i, m)
+        n += json_is_string(json_object_get(m, "name")) && !strcmp(json_string_value(json_object_get(m, "name")), name);
+    return n;
+}
+
+static void check_recovery(const json_t *e, int call, const char *fn, int attempts, int failed,
+                           int pruned, int recovered)
+{
+    CHECK(e != NULL);
+    if (!e) return;
+    CHECK_EQ_INT(json_integer_value(json_object_get(e, "call")), call);
+    CHECK_STR(json_string_value(json_object_get(e, "function")), fn);
+    CHECK_EQ_INT(json_integer_value(json_object_get(e, "attempts")), attempts);
+    CHECK_EQ_INT(json_integer_value(json_object_get(e, "failed")), failed);
+    CHECK_EQ_INT(json_integer_value(json_object_get(e, "pruned")), pruned);
+    CHECK_EQ_INT(json_is_true(json_object_get(e, "recovered")), recovered);
+}
+
 static void retries_kept_or_pruned(void)
 {
     /* A timeout once: pruned → one call of the tool; kept → two. */
@@ -252,6 +275,10 @@ static void retries_kept_or_pruned(void)
         counts[keep] = n;
         CHECK_EQ_INT(json_integer_value(json_object_get(meta, "faults_hit")), 1);
         CHECK_EQ_INT(json_integer_value(json_object_get(meta, "pruned")), keep ? 0 : 1);
+        /* per call: two attempts, one failed, pruned unless kept, recovered */
+        const json_t *rv = json_object_get(meta, "recovery");
+        CHECK_EQ_INT(json_array_size(rv), 1);
+        check_recovery(json_array_get(rv, 0), 0, "product.lookup", 2, 1, keep ? 0 : 1, 1);
         json_decref(meta);
         json_decref(msgs);
         free(err);
@@ -271,6 +298,96 @@ static void retries_kept_or_pruned(void)
     CHECK_EQ_INT(json_integer_value(json_object_get(sim_record(s), "tool_calls")), 1);
     json_decref(msgs);
     json_decref(task);
+    sim_free(s);
+    taskgen_free(g);
+}
+
+/* A retry the budget stops: the failed attempts stay in the trajectory
+ * (pruning them would hide a needed call) and the reply apologises.
+ * max_tool_calls 2 and a timeout twice: attempt 3 would succeed, but the
+ * budget ends it after two.  The same with a retry the retry limit ends. */
+static void abandoned_retries_are_kept(void)
+{
+    taskgen *g = taskgen_new(W, "train");
+    json_t *task = taskgen_make(g, 3, 0, "price", 0);
+    json_object_set_new(task, "faults", json_pack("[{s:i,s:s,s:i}]", "call", 0, "type", "timeout", "times", 2));
+    json_t *h = json_deep_copy(H);
+    set_param(h, "max_tool_calls", 2);
+    sim *s = sim_new(W);
+    for (int round = 0; round < 2; round++) {
+        sim_set_harness(s, h, NULL);
+        teacher_opts o = { 0, 0 };   /* prune whatever may be pruned */
+        rng_t r;
+        rng_seed(&r, 1);
+        char *err = NULL;
+        json_t *meta = json_object();
+        json_t *msgs = teacher_run(T, s, task, &r, &o, meta, &err);
+        CHECK(msgs != NULL);
+        const json_t *rec = sim_record(s);
+        /* every call the simulator served is in the messages */
+        CHECK_EQ_INT(tool_msgs(msgs, "get_product"), 2 + round);
+        CHECK_EQ_INT(json_integer_value(json_object_get(rec, "tool_calls")), 2 + round);
+        CHECK_EQ_INT(json_integer_value(json_object_get(meta, "pruned")), 0);
+        check_recovery(json_array_get(json_object_get(meta, "recovery"), 0), 0, "product.lookup",
+                       2 + round, 2 + round, 0, 0);
+        const char *reply = json_string_value(json_object_get(rec, "reply"));
+        CHECK(reply && !strpbrk(strchr(reply, ' '), "0123456789"));
+        json_decref(msgs);
+        json_decref(meta);
+        free(err);
+        /* round 2: budget to spare, three timeouts against max_retries 2 */
+        set_param(h, "max_tool_calls", 6);
+        json_object_set_new(json_array_get(json_object_get(task, "faults"), 0), "times", json_integer(3));
+        json_t *h2 = json_deep_copy(h);   /* a new object: the simulator rereads it */
+        json_decref(h);
+        h = h2;
+    }
+    sim_free(s);
+    json_decref(h);
+    json_decref(task);
+    taskgen_free(g);
+}
+
+/* compare under a flash sale: both prices are the live ones, as in
+ * gold.facts (tasks.jsonl(5)); the regular price of a product on flash
+ * sale is not quoted. */
+static void compare_quotes_live_prices(void)
+{
+    taskgen *g = taskgen_new(W, "train");
+    sim *s = sim_new(W);
+    sim_set_harness(s, H, NULL);
+    int flashed[2] = { 0, 0 };
+    for (int i = 0; i < 4000 && (flashed[0] < 3 || flashed[1] < 3); i++) {
+        json_t *task = taskgen_make(g, 8, i, "compare", 0);
+        const json_t *ctx = json_object_get(task, "context");
+        const char *pid[2] = { json_string_value(json_object_get(ctx, "product")),
+                               json_string_value(json_object_get(ctx, "product2")) };
+        const json_t *fs[2] = { world_flash_sale(W, pid[0] ? pid[0] : ""), world_flash_sale(W, pid[1] ? pid[1] : "") };
+        if (!fs[0] && !fs[1]) { json_decref(task); continue; }
+        teacher_opts o = { 0, 0 };
+        rng_t r;
+        rng_derive(&r, 8, (uint64_t)i);
+        char *err = NULL;
+        json_t *msgs = teacher_run(T, s, task, &r, &o, NULL, &err);
+        CHECK(msgs != NULL);
+        const char *reply = json_string_value(json_object_get(sim_record(s), "reply"));
+        const json_t *facts = json_object_get(json_object_get(task, "gold"), "facts");
+        CHECK(reply && states(reply, json_object_get(facts, "price")) && states(reply, json_object_get(facts, "price2")));
+        for (int k = 0; k < 2; k++) {
+            if (!fs[k]) continue;
+            flashed[k]++;
+            CHECK_EQ_INT(json_number_value(json_object_get(facts, k ? "price2" : "price")) ==
+                         json_number_value(json_object_get(fs[k], "price")), 1);
+            const json_t *regular = json_object_get(world_product_by_id(W, pid[k]), "price");
+            if (reply && json_number_value(regular) != json_number_value(json_object_get(facts, "price"))
+                && json_number_value(regular) != json_number_value(json_object_get(facts, "price2")))
+                CHECK(!states(reply, regular));
+        }
+        json_decref(msgs);
+        json_decref(task);
+        free(err);
+    }
+    CHECK(flashed[0] >= 3 && flashed[1] >= 3);
     sim_free(s);
     taskgen_free(g);
 }
@@ -355,6 +472,8 @@ int main(void)
     RUN(teacher_follows_renamed_harness);
     RUN(teacher_respects_tight_and_lenient_limits);
     RUN(retries_kept_or_pruned);
+    RUN(abandoned_retries_are_kept);
+    RUN(compare_quotes_live_prices);
     RUN(deterministic);
     RUN(splits_keep_products_and_templates_apart);
     teacher_free(T);
