@@ -93,6 +93,36 @@ demo: $(PROGS)
 bench: $(PROGS)
 	@HAT_BIN=$(CURDIR)/$(BIN) tests/bench.sh
 
+# --- fuzzing (tests/fuzz/, man 7 hat LIMITS) ------------------------------
+# make fuzz [FUZZ_SECONDS=N] [FUZZ=name,...]: each tests/fuzz/fuzz_NAME.c is
+# built with clang + libFuzzer against the library compiled into build/fuzz
+# (ASan+UBSan, coverage), then run N seconds per target from a scratch copy
+# of tests/fuzz/corpus/NAME/; one JSON line per target.  Needs the Debian
+# packages clang, libclang-rt-14-dev (libFuzzer) and libomp-14-dev.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_BUILD   := build/fuzz
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_CFLAGS   = -O1 -g -std=gnu11 -D_GNU_SOURCE -Wno-pass-failed -Wno-macro-redefined -fopenmp -Icommon -Ikernels -MMD -MP \
+                $(FUZZ_SAN) $(PC_CFLAGS) -DHAT_DATADIR='"$(PREFIX)/share/hat"'
+FUZZ_OBJ     := $(LIB_SRC:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_PROGS   := $(patsubst tests/fuzz/%.c,$(FUZZ_BUILD)/%,$(wildcard tests/fuzz/fuzz_*.c))
+
+$(FUZZ_BUILD)/%.o: %.c | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
+$(FUZZ_BUILD)/libhat.a: $(FUZZ_OBJ)
+	@rm -f $@
+	$(AR) rcs $@ $^
+$(FUZZ_BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_BUILD)/libhat.a
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -Itests/fuzz -o $@ $< $(FUZZ_BUILD)/libhat.a \
+	  $(PC_LDLIBS) -lm -lpthread
+.PHONY: fuzz
+fuzz: $(FUZZ_PROGS)
+	@FUZZ_BIN=$(CURDIR)/$(FUZZ_BUILD) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/fuzz/run.sh $(subst $(comma), ,$(FUZZ))
+comma := ,
+-include $(FUZZ_OBJ:.o=.d) $(FUZZ_PROGS:=.d)
+
 # --- install ------------------------------------------------------------
 install: $(PROGS)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 \

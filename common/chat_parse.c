@@ -104,6 +104,13 @@ static char *snippet(strv v)
     return xasprintf("%.*s%s", (int)n, v.s, n < v.n ? "..." : "");
 }
 
+static int plain_name(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == '"' || s[i] == '\\') return 0;
+    return 1;
+}
+
 /* One tool call body (between the tags) into {"type","function":{...}},
  * or NULL with *err set.  k is 1-based, as the model would count. */
 static json_t *parse_call(strv body, int k, char **err)
@@ -123,6 +130,11 @@ static json_t *parse_call(strv body, int k, char **err)
         *err = errf("tool call %d: missing \"name\"", k);
     else if (!json_is_string(name) || !json_string_length(name))
         *err = errf("tool call %d: \"name\" must be a non-empty string", k);
+    else if (!plain_name(json_string_value(name), json_string_length(name)))
+        /* the template writes the name raw between quotes: these would
+         * render as invalid JSON, so no real tool is named with them */
+        *err = errf("tool call %d: \"name\" must not hold quotes, backslashes or "
+                    "control characters", k);
     else if (!args)
         *err = errf("tool call %d: missing \"arguments\"", k);
     else if (!json_is_object(args))

@@ -7,6 +7,7 @@
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -117,6 +118,24 @@ static int read_dir(members *s, const char *dir)
     return 0;
 }
 
+/* A member's bytes, read in pieces: the size in a tar header is only a
+ * claim, so memory grows with the data actually there, not with the claim. */
+static int read_member(struct archive *a, la_int64_t claim, unsigned char **buf, size_t *len)
+{
+    size_t cap = claim > 0 && claim < (1 << 24) ? (size_t)claim : 1 << 24, n = 0;
+    unsigned char *b = xmalloc(cap + 1);
+    for (;;) {
+        if (n == cap) b = xrealloc(b, (cap *= 2) + 1);
+        la_ssize_t got = archive_read_data(a, b + n, cap - n);
+        if (got < 0) { free(b); return -1; }
+        if (got == 0) break;
+        n += (size_t)got;
+    }
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
 static int read_tar(members *s, const char *path)
 {
     struct archive *a = archive_read_new();
@@ -131,6 +150,7 @@ static int read_tar(members *s, const char *path)
     int r;
     while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
         const char *name = archive_entry_pathname(e);
+        if (!name) continue;
         if (!strncmp(name, "./", 2)) name += 2;
         int k = -1;
         for (int i = 0; i < N_MEMBERS; i++)
@@ -138,10 +158,9 @@ static int read_tar(members *s, const char *path)
         if (k < 0 || archive_entry_filetype(e) != AE_IFREG) continue;   /* extra files are ignored */
         la_int64_t sz = archive_entry_size(e);
         free(s->buf[k]);
-        s->buf[k] = xmalloc(sz > 0 ? (size_t)sz : 1);
-        s->len[k] = (size_t)sz;
-        la_ssize_t got = sz > 0 ? archive_read_data(a, s->buf[k], (size_t)sz) : 0;
-        if (got != sz) {
+        s->buf[k] = NULL;
+        int got = read_member(a, sz, &s->buf[k], &s->len[k]);
+        if (got < 0 || s->len[k] != (size_t)sz) {
             hat_errat(path, 0, "%s: truncated checkpoint (%s)", name,
                       got < 0 ? archive_error_string(a) : "short member");
             goto out;
@@ -169,6 +188,27 @@ void ckpt_free(ckpt *c)
     memset(c, 0, sizeof *c);
 }
 
+/* A config.json is only a claim too: before model_new allocates what it
+ * describes, the parameter count it implies (computed in floating point,
+ * so no product can wrap) must fit in the tensor data actually present at
+ * 2 bytes a parameter (BF16, the smallest dtype), and every dimension the
+ * model computes in int (heads x head_dim, 2 x hidden) must fit one. */
+static int config_fits(const model_config *c, const st_file *f, const char *path)
+{
+    double V = c->vocab_size, C = c->hidden_size, I = c->intermediate_size, L = c->n_layers,
+           D = c->head_dim, HD = (double)c->n_heads * D, KD = (double)c->n_kv_heads * D;
+    double block = 2 * C + 2 * HD * C + 2 * KD * C + 2 * D + 3 * I * C;
+    double params = V * C * (c->tie_word_embeddings ? 1 : 2) + L * block + C +
+                    (c->n_mtp ? 2 * C + 2 * C * C + block : 0);
+    double have = (double)(f->size - f->data_start) / 2;
+    if (HD > INT_MAX || KD > INT_MAX || 2 * C > INT_MAX || params > have) {
+        hat_errat(path, 0, "config.json describes %.0f parameters, but model.safetensors "
+                  "holds %zu bytes of tensor data", params, f->size - f->data_start);
+        return -1;
+    }
+    return 0;
+}
+
 static int load_members(ckpt *c, members *s, const char *path)
 {
     char *name = NULL;
@@ -181,13 +221,14 @@ static int load_members(ckpt *c, members *s, const char *path)
     json_decref(cj);
     free(name);
     if (bad) return -1;
-    c->m = model_new(&cfg);
 
     name = xasprintf("%s/model.safetensors", path);
     st_file *f = st_parse(s->buf[M_MODEL], s->len[M_MODEL], name);
     s->buf[M_MODEL] = NULL;          /* owned by f (or freed) now */
     free(name);
     if (!f) return -1;
+    if (config_fits(&cfg, f, path)) { st_close(f); return -1; }
+    c->m = model_new(&cfg);
     c->dtype = f->n ? f->t[0].dtype : ST_F32;
     bad = model_read_tensors(c->m, c->m->params, f, "");
     st_close(f);
@@ -315,7 +356,11 @@ static int write_tar_fd(int fd, members *s, const char *path)
     if (archive_write_close(a) != ARCHIVE_OK) goto err;
     rc = 0;
 err:
-    if (rc) hat_errat(path, 0, "cannot write checkpoint: %s", archive_error_string(a));
+    if (rc) {   /* libarchive's text alone is "Write error": add the cause */
+        int e = archive_errno(a);
+        hat_errat(path, 0, "cannot write checkpoint: %s%s%s", archive_error_string(a),
+                  e > 0 ? ": " : "", e > 0 ? strerror(e) : "");
+    }
     archive_write_free(a);
     return rc;
 }

@@ -19,6 +19,16 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+/* Limits (man 5 harness, LIMITS): a harness is small text edited by
+ * people; anything far beyond these is a mistake or an attack, refused
+ * with a message before it is read into memory where that is possible. */
+#define HARNESS_MAX_FILE  (16u << 20)   /* one file or archive member */
+#define HARNESS_MAX_BYTES (64u << 20)   /* the whole harness, decompressed */
+#define HARNESS_MAX_FILES 4096          /* files in a directory / archive members */
+#define HARNESS_MAX_ITEMS 1024          /* skills, tools, prompt blocks (each) */
 
 /* ---- problems ----------------------------------------------------------- */
 
@@ -88,6 +98,12 @@ static char *slurp(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && st.st_size > (off_t)HARNESS_MAX_FILE) {
+        fclose(f);
+        errno = EFBIG;
+        return NULL;
+    }
     sbuf b;
     sbuf_init(&b);
     char chunk[1 << 14];
@@ -113,6 +129,9 @@ static void add_disk_file(hfiles *fs, const char *dir, const char *rel, json_t *
     size_t len = 0;
     char *data = slurp(full, &len);
     if (data) files_add(fs, rel, full, data, len);
+    else if (errno == EFBIG)
+        problem(problems, full, 0, "", "file larger than %u bytes (a harness file's limit)",
+                HARNESS_MAX_FILE);
     else problem(problems, full, 0, "", "cannot read: %s", strerror(errno));
     free(full);
 }
@@ -128,9 +147,14 @@ static void read_subdir(hfiles *fs, const char *dir, const char *sub, const char
 {
     char *sdir = join_path(dir, sub);
     struct dirent **ents;
-    int n = scandir(sdir, &ents, NULL, alphasort);
+    int n = scandir(sdir, &ents, NULL, alphasort), total = n;
     free(sdir);
     if (n < 0) return;   /* an absent subdirectory is an empty one */
+    if (n > HARNESS_MAX_FILES) {
+        problem(problems, dir, 0, "", "%s/ holds %d entries; at most %d are read", sub, n,
+                HARNESS_MAX_FILES);
+        n = HARNESS_MAX_FILES;   /* the rest are freed below, unread */
+    }
     for (int i = 0; i < n; i++) {
         if (leaf && ents[i]->d_name[0] != '.') {
             char *rel = xasprintf("%s/%s/%s", sub, ents[i]->d_name, leaf);
@@ -146,6 +170,7 @@ static void read_subdir(hfiles *fs, const char *dir, const char *sub, const char
         }
         free(ents[i]);
     }
+    for (int i = n; i < total; i++) free(ents[i]);
     free(ents);
 }
 
@@ -187,15 +212,40 @@ static int read_archive(hfiles *fs, const char *name, const char *data, size_t l
     hfiles raw = { 0 };
     struct archive_entry *e;
     int r, rc = 0;
+    size_t members = 0, total = 0;
     while ((r = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
+        if (++members > HARNESS_MAX_FILES) {
+            problem(problems, name, 0, "", "archive holds more than %d members", HARNESS_MAX_FILES);
+            rc = -1;
+            break;
+        }
         if (archive_entry_filetype(e) != AE_IFREG) continue;
         const char *m = archive_entry_pathname(e);
+        if (!m) continue;
         while (m[0] == '.' && m[1] == '/') m += 2;
+        if (archive_entry_size(e) > (la_int64_t)HARNESS_MAX_FILE) {
+            problem(problems, name, 0, "", "%s: member of %lld bytes; a harness file may hold "
+                    "at most %u", m, (long long)archive_entry_size(e), HARNESS_MAX_FILE);
+            rc = -1;
+            break;
+        }
         sbuf b;
         sbuf_init(&b);
         char chunk[1 << 14];
         la_ssize_t n;
-        while ((n = archive_read_data(a, chunk, sizeof chunk)) > 0) sbuf_add(&b, chunk, (size_t)n);
+        while ((n = archive_read_data(a, chunk, sizeof chunk)) > 0) {
+            sbuf_add(&b, chunk, (size_t)n);
+            if (b.len > HARNESS_MAX_FILE || total + b.len > HARNESS_MAX_BYTES) break;
+        }
+        if (n > 0) {   /* a member without a size, or a decompression bomb */
+            problem(problems, name, 0, "", "%s: more than %u bytes (%s limit)", m,
+                    b.len > HARNESS_MAX_FILE ? HARNESS_MAX_FILE : HARNESS_MAX_BYTES,
+                    b.len > HARNESS_MAX_FILE ? "a harness file's" : "the whole harness's");
+            sbuf_free(&b);
+            rc = -1;
+            break;
+        }
+        total += b.len;
         if (n < 0) {
             problem(problems, name, 0, "", "%s: %s", m, archive_error_string(a));
             sbuf_free(&b);
@@ -207,7 +257,7 @@ static int read_archive(hfiles *fs, const char *name, const char *data, size_t l
         files_add(&raw, m, shown, sbuf_detach(&b), blen);
         free(shown);
     }
-    if (r != ARCHIVE_EOF && r != ARCHIVE_OK && rc == 0) {
+    if (r != ARCHIVE_EOF && r != ARCHIVE_OK && rc == 0 && members <= HARNESS_MAX_FILES) {
         problem(problems, name, 0, "", "archive: %s", archive_error_string(a));
         rc = -1;
     }
@@ -219,7 +269,7 @@ static int read_archive(hfiles *fs, const char *name, const char *data, size_t l
         raw.f[i].data = NULL;
     }
     files_free(&raw);
-    qsort(fs->f, fs->n, sizeof *fs->f, by_rel);
+    if (fs->n) qsort(fs->f, fs->n, sizeof *fs->f, by_rel);
     return rc;
 }
 
@@ -590,6 +640,36 @@ static int looks_like_json(const char *s, size_t n)
     return i < n && s[i] == '{';
 }
 
+/* read_file, but stopping after cap bytes: a .gz (which zlib unpacks on
+ * the way in) could otherwise expand without bound before any check. */
+static char *read_capped(const char *path, size_t cap, size_t *len)
+{
+    gzFile gz = is_stdio_path(path) ? gzdopen(dup(0), "rb") : gzopen(path, "rb");
+    if (!gz) return NULL;
+    sbuf b;
+    sbuf_init(&b);
+    char chunk[1 << 16];
+    int n;
+    while (b.len < cap && (n = gzread(gz, chunk, sizeof chunk)) > 0) sbuf_add(&b, chunk, (size_t)n);
+    int err = 0;
+    if (b.len < cap && n < 0) gzerror(gz, &err);
+    gzclose(gz);
+    if (err) { sbuf_free(&b); return NULL; }
+    *len = b.len;
+    return b.s ? sbuf_detach(&b) : xstrdup("");
+}
+
+static void check_counts(const json_t *h, const char *name, json_t *problems)
+{
+    const json_t *lists[3] = { json_object_get(json_object_get(h, "system_prompt"), "blocks"),
+                               json_object_get(h, "skills"), json_object_get(h, "tools") };
+    const char *paths[3] = { "/system_prompt/blocks", "/skills", "/tools" };
+    for (int i = 0; i < 3; i++)
+        if (json_array_size(lists[i]) > HARNESS_MAX_ITEMS)
+            problem(problems, name, 0, paths[i], "%zu entries; at most %d are accepted",
+                    json_array_size(lists[i]), HARNESS_MAX_ITEMS);
+}
+
 json_t *harness_load_problems(const char *path, json_t **origins, json_t *problems)
 {
     json_t *org = json_object();
@@ -602,11 +682,16 @@ json_t *harness_load_problems(const char *path, json_t **origins, json_t *proble
         h = compile(&fs, org, problems);
     } else if (!is_stdio_path(path) && stat(path, &st) != 0) {
         problem(problems, name, 0, "", "cannot open: %s", strerror(errno));
+    } else if (!is_stdio_path(path) && st.st_size > (off_t)HARNESS_MAX_BYTES) {
+        problem(problems, name, 0, "", "%lld bytes; a harness may hold at most %u",
+                (long long)st.st_size, HARNESS_MAX_BYTES);
     } else {
         size_t len = 0;
-        char *data = read_file(path, &len);
+        char *data = read_capped(path, HARNESS_MAX_BYTES + 1, &len);
         if (!data) {
             problem(problems, name, 0, "", "cannot read");
+        } else if (len > HARNESS_MAX_BYTES) {
+            problem(problems, name, 0, "", "more than %u bytes (a harness's limit)", HARNESS_MAX_BYTES);
         } else if (looks_like_json(data, len)) {
             hfile f = { (char *)"", (char *)name, data, len };
             h = parse_json_file(&f, problems);
@@ -617,6 +702,7 @@ json_t *harness_load_problems(const char *path, json_t **origins, json_t *proble
         free(data);
     }
     files_free(&fs);
+    if (h) check_counts(h, name, problems);
     if (origins) *origins = org;
     else json_decref(org);
     return h;

@@ -96,9 +96,12 @@ int jsonl_next(jsonl_reader *r, json_t **out)
         r->line++;
         if (blank(r->buf, n)) continue;
         json_error_t e;
-        json_t *v = json_loadb(r->buf, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e);
-        if (!v) {
+        json_t *v = NULL;
+        if (json_too_deep(r->buf, n, JSONL_MAX_DEPTH))
+            hat_errat(r->name, r->line, "JSON nested deeper than %d levels", JSONL_MAX_DEPTH);
+        else if (!(v = json_loadb(r->buf, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e)))
             hat_errat(r->name, r->line, "invalid JSON at column %d: %s", e.column, e.text);
+        if (!v) {
             if (!r->skip_bad) return -1;
             r->skipped++;
             continue;
@@ -124,8 +127,32 @@ int jsonl_close(jsonl_reader *r)
     return rc;
 }
 
+int json_too_deep(const char *s, size_t n, int max)
+{
+    if (n <= (size_t)max) return 0;      /* too short to nest that deep */
+    int depth = 0, in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        if (in_str) {
+            if (c == '\\') i++;
+            else if (c == '"') in_str = 0;
+        } else if (c == '"') {
+            in_str = 1;
+        } else if (c == '[' || c == '{') {
+            if (++depth > max) return 1;
+        } else if (c == ']' || c == '}') {
+            depth--;
+        }
+    }
+    return 0;
+}
+
 json_t *json_parse_named(const char *text, size_t len, const char *name)
 {
+    if (json_too_deep(text, len, JSONL_MAX_DEPTH)) {
+        hat_errat(name, 0, "JSON nested deeper than %d levels", JSONL_MAX_DEPTH);
+        return NULL;
+    }
     json_error_t e;
     json_t *v = json_loadb(text, len, 0, &e);
     if (!v) hat_errat(name, e.line, "invalid JSON at column %d: %s", e.column, e.text);

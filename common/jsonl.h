@@ -18,6 +18,11 @@
 
 /* Longest accepted line; longer lines are an error naming the limit. */
 #define JSONL_MAX_LINE (256u << 20)
+/* Deepest accepted nesting of arrays and objects, in a JSONL value and in
+ * a document read by json_parse_named; deeper input is an error naming
+ * the limit (jansson itself stops at 2048; hat's own code walks values
+ * recursively, so it refuses far earlier than any stack could mind). */
+#define JSONL_MAX_DEPTH 512
 
 typedef struct jsonl_reader jsonl_reader;
 
@@ -30,6 +35,10 @@ const char *jsonl_name(const jsonl_reader *r); /* "<stdin>" or the path */
 long   jsonl_skipped(const jsonl_reader *r);
 /* Closes; with skip_bad prints "skipped N bad lines" if any. Returns 0 or -1. */
 int    jsonl_close(jsonl_reader *r);
+
+/* 1 if the JSON text nests arrays/objects deeper than max levels (a byte
+ * scan that skips strings; fast enough to run before every parse). */
+int     json_too_deep(const char *text, size_t len, int max);
 
 /* Parse one JSON document from a string (error names file/line/column). */
 json_t *json_parse_named(const char *text, size_t len, const char *name);

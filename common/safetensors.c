@@ -7,8 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A header larger than this is certainly not a checkpoint we wrote. */
-#define ST_MAX_HEADER (100u << 20)
+/* Limits (man 5 ckpt): the header length cap is the format's own (the
+ * reference reader refuses headers over 100 MB); the tensor count bounds
+ * the table built from the header; element counts and byte sizes are
+ * checked for overflow before any arithmetic relies on them. */
+#define ST_MAX_HEADER  (100u << 20)
+#define ST_MAX_TENSORS (1 << 17)
 
 static const char *dtype_names[] = { "F32", "BF16", "F16", "F64" };
 static const int dtype_sizes[] = { 4, 2, 2, 8 };
@@ -95,6 +99,10 @@ static int parse_entry(st_tensor *t, const char *key, json_t *v, size_t data_len
             return -1;
         }
         t->shape[d] = json_integer_value(x);
+        if (t->shape[d] && t->numel > SIZE_MAX / 8 / (size_t)t->shape[d]) {
+            hat_errat(name, 0, "tensor %s: shape too large (element count overflows)", key);
+            return -1;
+        }
         t->numel *= (size_t)t->shape[d];
     }
     json_t *b = json_array_get(off, 0), *e = json_array_get(off, 1);
@@ -143,6 +151,12 @@ st_file *st_parse(unsigned char *buf, size_t size, const char *name)
     }
     f->data_start = 8 + hlen;
     size_t data_len = size - f->data_start;
+    size_t ntensors = json_object_size(h) - (json_object_get(h, "__metadata__") ? 1 : 0);
+    if (ntensors > ST_MAX_TENSORS) {
+        hat_errat(name, 0, "header lists %zu tensors; at most %d are accepted",
+                  ntensors, ST_MAX_TENSORS);
+        goto badh;
+    }
     f->t = xcalloc(json_object_size(h) + 1, sizeof *f->t);
     const char *key;
     json_t *v;

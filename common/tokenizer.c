@@ -103,6 +103,13 @@ static pair_slot *pair_find(const tokenizer *t, int a, int b)
 
 /* --- loading ------------------------------------------------------------ */
 
+/* Limits (man 5 tokenizer.json, LIMITS).  Ids index arrays sized by the
+ * largest id, so one huge id in a small file would allocate gigabytes:
+ * ids stay below TOK_MAX_VOCAB (8x the largest vocabularies in use,
+ * ~256k).  Merges are counted before the table is sized. */
+#define TOK_MAX_VOCAB  (1 << 21)
+#define TOK_MAX_MERGES (1 << 22)
+
 static int set_token(tokenizer *t, int id, const char *s, size_t n, char **err)
 {
     if (id < 0 || id >= t->vocab_size) { *err = tok_errf("token id %d out of range", id); return -1; }
@@ -170,15 +177,19 @@ static int max_id(const json_t *vocab, const json_t *added, char **err)
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)vocab, k, v) {
-        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= 1 << 30) {
-            *err = tok_errf("vocab entry \"%s\": id is not an integer in [0, 2^30)", k);
+        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= TOK_MAX_VOCAB) {
+            *err = tok_errf("vocab entry \"%s\": id is not an integer in [0, %d)", k, TOK_MAX_VOCAB);
             return -1;
         }
         if (json_integer_value(v) > mx) mx = json_integer_value(v);
     }
     for (size_t i = 0; i < json_array_size(added); i++) {
         json_int_t id = json_integer_value(json_object_get(json_array_get(added, i), "id"));
-        if (id >= 1 << 30) { *err = tok_errf("added token id %lld too large", (long long)id); return -1; }
+        if (id >= TOK_MAX_VOCAB) {
+            *err = tok_errf("added token id %lld too large (ids must be below %d)", (long long)id,
+                            TOK_MAX_VOCAB);
+            return -1;
+        }
         if (id > mx) mx = id;
     }
     return (int)(mx + 1);
@@ -260,6 +271,10 @@ static int merge_parts(const json_t *m, size_t i, char *buf, size_t bufsz,
 static int load_merges(tokenizer *t, const json_t *merges, char **err)
 {
     size_t n = json_array_size(merges), cap = 16;
+    if (n > TOK_MAX_MERGES) {
+        *err = tok_errf("%zu merges; at most %d are accepted", n, TOK_MAX_MERGES);
+        return -1;
+    }
     while (cap < n * 2 + 2) cap <<= 1;
     t->pairs = xcalloc(cap, sizeof *t->pairs);
     t->pair_mask = cap - 1;

@@ -156,13 +156,15 @@ char *read_file(const char *path, size_t *len)
     int n;
     while ((n = gzread(gz, chunk, sizeof chunk)) > 0) sbuf_add(&b, chunk, (size_t)n);
     int err = 0;
-    const char *msg = n < 0 ? gzerror(gz, &err) : NULL;
-    gzclose(gz);
+    /* gzerror's text belongs to gz: report before gzclose frees it. */
     if (n < 0) {
+        const char *msg = gzerror(gz, &err);
         hat_errat(name, 0, "read error: %s", err == Z_ERRNO ? strerror(errno) : msg);
+        gzclose(gz);
         sbuf_free(&b);
         return NULL;
     }
+    gzclose(gz);
     if (len) *len = b.len;
     return sbuf_detach(&b);
 }
