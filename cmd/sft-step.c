@@ -1,8 +1,10 @@
 /* sft-step — supervised fine-tuning (or plain language-model training) of a
- * checkpoint on pre-tokenised sequences: N AdamW steps per invocation,
- * exact resume from the trainer state stored in the output checkpoint. */
+ * checkpoint on text, trajectories or pre-tokenised sequences: N AdamW
+ * steps per invocation, exact resume from the trainer state stored in the
+ * output checkpoint. */
 #include "ckpt.h"
 #include "cli.h"
+#include "harness.h"
 #include "jsonl.h"
 #include "train.h"
 #include "util.h"
@@ -13,15 +15,22 @@
 #include <unistd.h>
 
 static const char usage[] =
-    "usage: sft-step --init CKPT --data SEQS.jsonl --steps N [options] -o OUT.ckpt\n"
-    "Train a checkpoint on pre-tokenised JSONL {\"ids\":[...],\"mask\":[0/1...]}\n"
-    "(mask 1 = the token is a loss target).  The output checkpoint carries the\n"
-    "optimiser moments and trainer_state.json, so --resume continues exactly.\n"
+    "usage: sft-step --init CKPT --data DATA.jsonl --steps N [options] -o OUT.ckpt\n"
+    "Train a checkpoint on JSONL records: {\"text\"} (language modelling),\n"
+    "trajectories {\"messages\",\"harness\"?} (loss on what the assistant wrote),\n"
+    "or pre-tokenised {\"ids\":[...],\"mask\":[0/1...]} (mask 1 = a loss target).\n"
+    "The output checkpoint carries the optimiser moments and trainer_state.json,\n"
+    "so --resume continues exactly.\n"
     "  --init CKPT        checkpoint or Hugging Face directory to start from\n"
     "  --data FILE        training sequences (\"-\" = stdin, .gz ok)\n"
     "  --steps N          optimiser steps to take in this run\n"
     "  --resume           continue the run stored in --init (step, data position,\n"
     "                     optimiser moments and settings; options below ignored)\n"
+    "  --tokenizer FILE   tokenizer.json for text and trajectories (default: the\n"
+    "                     checkpoint's own)\n"
+    "  --harness H        harness for trajectories without an inline one\n"
+    "  --no-bucket        pad every micro-batch to --seq instead of grouping\n"
+    "                     sequences by length\n"
     "  --batch B          sequences per micro-batch (default 8)\n"
     "  --seq T            tokens per sequence; longer ones are cut (default 256,\n"
     "                     at most max_position_embeddings)\n"
@@ -42,7 +51,7 @@ static const char usage[] =
     "  -o FILE            output checkpoint (required)\n";
 
 enum { O_INIT = 1, O_DATA, O_STEPS, O_RESUME, O_BATCH, O_SEQ, O_ACCUM, O_LR, O_MINLR, O_WARMUP,
-       O_SCHED, O_TOTAL, O_WD, O_BETA2, O_CLIP, O_METRICS, O_SAVE };
+       O_SCHED, O_TOTAL, O_WD, O_BETA2, O_CLIP, O_METRICS, O_SAVE, O_TOK, O_HARNESS, O_NOBUCKET };
 
 static double now(void)
 {
@@ -70,15 +79,17 @@ int main(int argc, char **argv)
         { "schedule", required_argument, NULL, O_SCHED }, { "total-steps", required_argument, NULL, O_TOTAL },
         { "weight-decay", required_argument, NULL, O_WD }, { "beta2", required_argument, NULL, O_BETA2 },
         { "clip", required_argument, NULL, O_CLIP },     { "metrics", required_argument, NULL, O_METRICS },
-        { "save-every", required_argument, NULL, O_SAVE }, { 0 } };
+        { "save-every", required_argument, NULL, O_SAVE }, { "tokenizer", required_argument, NULL, O_TOK },
+        { "harness", required_argument, NULL, O_HARNESS }, { "no-bucket", no_argument, NULL, O_NOBUCKET },
+        { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
-    const char *init = NULL, *data = NULL, *metrics = NULL;
+    const char *init = NULL, *data = NULL, *metrics = NULL, *tok_path = NULL, *hpath = NULL;
     long steps = -1, save_every = 0;
     int resume = 0, seq_set = 0, opt;
     train_state s = { 0 };
     optim_defaults(&s.opt);
-    s.B = 8; s.T = 256; s.accum = 1;
+    s.B = 8; s.T = 256; s.accum = 1; s.bucket = 1;
     cli_init(argc, argv);
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
         switch (opt) {
@@ -102,6 +113,9 @@ int main(int argc, char **argv)
         case O_CLIP: s.opt.grad_clip = (float)cli_double(&spec, "--clip", optarg, 0, 1e9); break;
         case O_METRICS: metrics = optarg; break;
         case O_SAVE: save_every = cli_long(&spec, "--save-every", optarg, 1, 1L << 40); break;
+        case O_TOK: tok_path = optarg; break;
+        case O_HARNESS: hpath = optarg; break;
+        case O_NOBUCKET: s.bucket = 0; break;
         }
     }
     if (optind < argc) cli_usage_error(&spec, "unexpected argument '%s'", argv[optind]);
@@ -131,7 +145,31 @@ int main(int argc, char **argv)
     if (s.T > m->cfg.max_position_embeddings)
         cli_usage_error(&spec, "--seq %d exceeds max_position_embeddings %d", s.T, m->cfg.max_position_embeddings);
     train_data d;
-    if (train_data_load(&d, data, m->cfg.vocab_size, s.T, c.skip_bad)) { ckpt_free(&k); return EXIT_FAIL; }
+    train_encoder enc = { NULL, NULL };
+    json_t *h = hpath ? harness_load(hpath) : NULL;
+    int bad = hpath && !h;
+    char *err = NULL;
+    if (!bad && tok_path) bad = !(enc.tok = tok_load(tok_path, &err));
+    else if (!bad && k.tokenizer) {
+        json_t *tj = json_parse_named(k.tokenizer, k.tokenizer_len, init);
+        bad = !tj || !(enc.tok = tok_from_json(tj, &err));
+        json_decref(tj);
+    }
+    if (err) { hat_errat(tok_path ? tok_path : init, 0, "%s", err); free(err); }
+    if (!bad && enc.tok && tok_vocab_size(enc.tok) > m->cfg.vocab_size) {
+        hat_errat(tok_path ? tok_path : init, 0, "tokenizer has %d ids, the model only %d",
+                  tok_vocab_size(enc.tok), m->cfg.vocab_size);
+        bad = 1;
+    }
+    enc.harness = h;
+    if (bad || train_data_load(&d, data, &enc, m->cfg.vocab_size, s.T, c.skip_bad)) {
+        tok_free((tokenizer *)enc.tok);
+        json_decref(h);
+        ckpt_free(&k);
+        return EXIT_FAIL;
+    }
+    tok_free((tokenizer *)enc.tok);
+    json_decref(h);
     if (d.n_truncated) hat_warn("%ld sequences longer than %d tokens were cut", d.n_truncated, s.T + 1);
 
     hat_out *mo = metrics ? out_open(metrics) : NULL;

@@ -1,5 +1,6 @@
 /* train.c — data, batching, resumable state and the optimiser step (see train.h). */
 #include "train.h"
+#include "chat_encode.h"
 #include "jsonl.h"
 #include "util.h"
 
@@ -9,8 +10,39 @@
 
 /* ------------------------------------------------------------ data */
 
-static int parse_seq(train_seq *q, json_t *v, int vocab, int T, const char *file, long line)
+/* A record without "ids" encoded through the one chat encoder: the record
+ * gains "ids" and "mask" and is then read like any other. */
+static int encode_record(json_t *v, const train_encoder *enc, const char *file, long line)
 {
+    tok_ids ids = { 0 }, mask = { 0 };
+    char *err = NULL;
+    if (record_encode(enc->tok, v, enc->harness, &ids, &mask, &err)) {
+        hat_errat(file, line, "%s", err);
+        free(err);
+        return -1;
+    }
+    json_t *a = json_array(), *b = json_array();
+    for (size_t i = 0; i < ids.n; i++) {
+        json_array_append_new(a, json_integer(ids.v[i]));
+        json_array_append_new(b, json_integer(mask.v[i]));
+    }
+    json_object_set_new(v, "ids", a);
+    json_object_set_new(v, "mask", b);
+    tok_ids_free(&ids);
+    tok_ids_free(&mask);
+    return 0;
+}
+
+static int parse_seq(train_seq *q, json_t *v, const train_encoder *enc, int vocab, int T,
+                     const char *file, long line)
+{
+    if (!json_object_get(v, "ids") && enc && enc->tok) {
+        if (encode_record(v, enc, file, line)) return -1;
+    } else if (!json_object_get(v, "ids") && (json_object_get(v, "text") || json_object_get(v, "messages"))) {
+        hat_errat(file, line, "a text or chat record needs a tokenizer (the checkpoint has none; "
+                  "give --tokenizer, or pre-tokenise with tok-encode --chat)");
+        return -1;
+    }
     json_t *ids = json_object_get(v, "ids"), *mask = json_object_get(v, "mask");
     if (!json_is_array(ids) || json_array_size(ids) < 2) {
         hat_errat(file, line, "need \"ids\": an array of at least 2 token ids");
@@ -42,7 +74,8 @@ static int parse_seq(train_seq *q, json_t *v, int vocab, int T, const char *file
     return 0;
 }
 
-int train_data_load(train_data *d, const char *path, int vocab, int T, int skip_bad)
+int train_data_load(train_data *d, const char *path, const train_encoder *enc, int vocab,
+                    int T, int skip_bad)
 {
     memset(d, 0, sizeof *d);
     jsonl_reader *r = jsonl_open(path, skip_bad);
@@ -56,8 +89,8 @@ int train_data_load(train_data *d, const char *path, int vocab, int T, int skip_
             d->seq = xrealloc(d->seq, cap * sizeof *d->seq);
         }
         train_seq q = { 0 };
-        size_t len = json_array_size(json_object_get(v, "ids"));
-        if (parse_seq(&q, v, vocab, T, jsonl_name(r), jsonl_line(r))) {
+        size_t len;
+        if (parse_seq(&q, v, enc, vocab, T, jsonl_name(r), jsonl_line(r))) {
             free(q.ids);
             free(q.mask);
             json_decref(v);
@@ -65,6 +98,7 @@ int train_data_load(train_data *d, const char *path, int vocab, int T, int skip_
             bad++;
             continue;
         }
+        len = json_array_size(json_object_get(v, "ids"));
         if (len > (size_t)T + 1) d->n_truncated++;
         d->seq[d->n++] = q;
         json_decref(v);
@@ -100,18 +134,59 @@ static long seq_at(const train_data *d, uint64_t seed, long k, long **perm, long
     return (*perm)[k % d->n];
 }
 
-void train_fill_batch(const train_data *d, train_state *s, int *tokens, int *targets)
+#define BUCKET_BATCHES 32   /* batches whose sequences are grouped by length */
+
+typedef struct { int len; long at; } len_at;
+
+static int by_len(const void *a, const void *b)
+{
+    const len_at *x = a, *y = b;
+    if (x->len != y->len) return x->len < y->len ? -1 : 1;
+    return x->at < y->at ? -1 : x->at > y->at;
+}
+
+/* The sequence at global position k.  Without bucketing: the epoch's
+ * permutation.  With it: positions come in chunks of BUCKET_BATCHES*B;
+ * within a chunk the sequences are sorted by length, cut into batches of
+ * B, and the batches visited in an order drawn from (seed, chunk). */
+static long seq_for(const train_data *d, const train_state *s, long k, long **perm, long *pe)
+{
+    if (!s->bucket) return seq_at(d, s->seed, k, perm, pe);
+    long B = s->B, chunk = BUCKET_BATCHES * B, c = k / chunk, off = k % chunk;
+    len_at *v = xmalloc(chunk * sizeof *v);
+    for (long i = 0; i < chunk; i++) {
+        long q = seq_at(d, s->seed, c * chunk + i, perm, pe);
+        v[i] = (len_at){ d->seq[q].n, q };
+    }
+    qsort(v, chunk, sizeof *v, by_len);
+    long order[BUCKET_BATCHES];
+    for (int i = 0; i < BUCKET_BATCHES; i++) order[i] = i;
+    rng_t r;
+    rng_derive(&r, s->seed ^ 0x6275636b6574ULL, (uint64_t)c);   /* "bucket" */
+    rng_shuffle(&r, order, BUCKET_BATCHES, sizeof *order);
+    long q = v[order[off / B] * B + off % B].at;
+    free(v);
+    return q;
+}
+
+int train_fill_batch(const train_data *d, train_state *s, int *tokens, int *targets)
 {
     long *perm = NULL, pe = -1;
-    int T = s->T;
+    const train_seq *q[s->B];
+    int Tb = 1;
     for (int b = 0; b < s->B; b++) {
-        const train_seq *q = &d->seq[seq_at(d, s->seed, s->data_pos++, &perm, &pe)];
-        for (int t = 0; t < T; t++) {
-            tokens[b * T + t] = t < q->n ? q->ids[t] : 0;
-            targets[b * T + t] = (t + 1 < q->n && q->mask[t + 1]) ? q->ids[t + 1] : -1;
-        }
+        q[b] = &d->seq[seq_for(d, s, s->data_pos++, &perm, &pe)];
+        if (q[b]->n - 1 > Tb) Tb = q[b]->n - 1;     /* positions that have a target */
     }
     free(perm);
+    Tb = s->bucket ? (Tb + 15) / 16 * 16 : s->T;
+    if (Tb > s->T) Tb = s->T;
+    for (int b = 0; b < s->B; b++)
+        for (int t = 0; t < Tb; t++) {
+            tokens[b * Tb + t] = t < q[b]->n ? q[b]->ids[t] : 0;
+            targets[b * Tb + t] = (t + 1 < q[b]->n && q[b]->mask[t + 1]) ? q[b]->ids[t + 1] : -1;
+        }
+    return Tb;
 }
 
 /* ------------------------------------------------------------ state */
@@ -127,10 +202,10 @@ json_t *train_state_json(const train_state *s)
     const optim_config *o = &s->opt;
     char seed[24];   /* a string: JSON integers are signed 64-bit */
     snprintf(seed, sizeof seed, "%" PRIu64, s->seed);
-    return json_pack("{s:I,s:I,s:s,s:o,s:i,s:i,s:i,s:{s:s,s:f,s:f,s:i,s:I,s:f,s:f,s:f,s:f,s:f}}",
+    return json_pack("{s:I,s:I,s:s,s:o,s:i,s:i,s:i,s:b,s:{s:s,s:f,s:f,s:i,s:I,s:f,s:f,s:f,s:f,s:f}}",
         "step", (json_int_t)s->step, "data_pos", (json_int_t)s->data_pos,
         "seed", seed, "rng", rng,
-        "batch", s->B, "seq", s->T, "accum", s->accum,
+        "batch", s->B, "seq", s->T, "accum", s->accum, "bucket", s->bucket,
         "optim", "schedule", optim_schedule_name(o->schedule), "lr", (double)o->lr,
         "min_lr", (double)o->min_lr, "warmup", o->warmup, "total_steps", (json_int_t)o->total_steps,
         "beta1", (double)o->beta1, "beta2", (double)o->beta2, "eps", (double)o->eps,
@@ -170,6 +245,7 @@ int train_state_parse(train_state *s, const json_t *j, const char *name)
     s->step = (long)step;
     s->data_pos = (long)pos;
     s->B = (int)B; s->T = (int)T; s->accum = (int)acc;
+    s->bucket = json_is_true(json_object_get(j, "bucket"));
     optim_config *c = &s->opt;
     c->schedule = optim_schedule_parse(sched);
     c->lr = (float)lr; c->min_lr = (float)min_lr; c->warmup = (int)warm;
@@ -194,14 +270,14 @@ static long count_targets(const int *tgt, int B, int T, long *mtp)
 void train_step(model *m, float *exp_avg, float *exp_avg_sq, const train_data *d,
                 train_state *s, train_result *r)
 {
-    int B = s->B, T = s->T, A = s->accum;
-    size_t N = (size_t)B * T;
+    int B = s->B, A = s->accum, Tb[A];
+    size_t N = (size_t)B * s->T;
     int *tok = xmalloc(A * N * sizeof(int)), *tgt = xmalloc(A * N * sizeof(int));
     long total = 0, total_mtp = 0;
     for (int a = 0; a < A; a++) {
         long k;
-        train_fill_batch(d, s, tok + a * N, tgt + a * N);
-        total += count_targets(tgt + a * N, B, T, &k);
+        Tb[a] = train_fill_batch(d, s, tok + a * N, tgt + a * N);
+        total += count_targets(tgt + a * N, B, Tb[a], &k);
         total_mtp += k;
     }
     model_alloc_grads(m);
@@ -210,7 +286,7 @@ void train_step(model *m, float *exp_avg, float *exp_avg_sq, const train_data *d
     float ts = total_mtp ? m->cfg.mtp_loss_weight / total_mtp : 0;
     double loss = 0, mtp_loss = 0;
     for (int a = 0; a < A; a++) {
-        model_forward(m, tok + a * N, tgt + a * N, B, T);
+        model_forward(m, tok + a * N, tgt + a * N, B, Tb[a]);
         loss += m->loss_sum;
         mtp_loss += m->mtp_loss_sum;
         model_backward(m, ms, ts);

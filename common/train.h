@@ -4,8 +4,17 @@
  *
  * Data: JSONL, one sequence per line, {"ids":[...], "mask":[0/1...]};
  * mask[i] = 1 means token i is a target of the loss (predicted from the
- * tokens before it); no mask = every token after the first counts.
+ * tokens before it); no mask = every token after the first counts.  With
+ * a tokenizer, records without "ids" are encoded by record_encode
+ * (chat_encode.h): {"text"} for plain language modelling, trajectories
+ * {"messages", "harness"?} with the loss on what the assistant wrote.
  * Sequences longer than T+1 tokens are cut to T+1.
+ *
+ * Batching: with bucket set, the sequences of each run of 32 batches are
+ * grouped by length, and each micro-batch is only as long as its longest
+ * sequence (rounded up to 16), so short records do not pay for long ones;
+ * the order of those batches is shuffled again.  Everything is a pure
+ * function of (seed, data_pos).
  *
  * Order: epoch e visits the sequences in a permutation drawn from
  * rng_derive(seed, e); the global sequence counter data_pos alone says
@@ -17,6 +26,7 @@
 #include "model.h"
 #include "optim.h"
 #include "rng.h"
+#include "tokenizer.h"
 
 #include <jansson.h>
 
@@ -32,13 +42,22 @@ typedef struct {
     long       n_truncated;    /* sequences cut to T+1 tokens */
 } train_data;
 
-/* Read sequences; ids must be in [0, vocab).  0 or -1 (reported). */
-int  train_data_load(train_data *d, const char *path, int vocab, int T, int skip_bad);
+/* How records without "ids" become sequences (NULL members: ids only). */
+typedef struct {
+    const tokenizer *tok;
+    const json_t    *harness;    /* for trajectories without an inline one */
+} train_encoder;
+
+/* Read sequences; ids must be in [0, vocab).  enc may be NULL.  0 or -1
+ * (reported). */
+int  train_data_load(train_data *d, const char *path, const train_encoder *enc, int vocab,
+                     int T, int skip_bad);
 void train_data_free(train_data *d);
 
 typedef struct {
     optim_config opt;
     int          B, T, accum;   /* sequences per micro-batch, length, micro-batches per step */
+    int          bucket;        /* group micro-batches by length (see above) */
     uint64_t     seed;
     long         step;          /* optimiser steps taken */
     long         data_pos;      /* sequences consumed */
@@ -48,9 +67,10 @@ typedef struct {
 json_t *train_state_json(const train_state *s);
 int     train_state_parse(train_state *s, const json_t *j, const char *name);
 
-/* Fill one micro-batch (B*T tokens and targets, -1 = no loss) from the
- * sequences at data_pos onwards and advance data_pos by B. */
-void train_fill_batch(const train_data *d, train_state *s, int *tokens, int *targets);
+/* Fill one micro-batch from the sequences at data_pos onwards and advance
+ * data_pos by B.  Returns its length Tb <= T; tokens and targets (-1 = no
+ * loss) are laid out (B, Tb) in buffers of B*T. */
+int  train_fill_batch(const train_data *d, train_state *s, int *tokens, int *targets);
 
 typedef struct {
     double loss;        /* mean over the step's targets (+ weighted MTP) */

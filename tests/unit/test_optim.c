@@ -162,6 +162,53 @@ static void batches_cover_each_epoch(void)
     train_data_free(&d);
 }
 
+/* Length buckets: every sequence of a chunk is visited exactly as often
+ * as without bucketing, batches are as short as their longest sequence
+ * (rounded up to 16), and far less padding is fed than with --no-bucket. */
+static void buckets_group_by_length(void)
+{
+    train_data d = fixed_data(64, 4);
+    for (int q = 0; q < 64; q++) {                    /* lengths 3..66, id q throughout */
+        int len = 3 + (q * 37) % 64;
+        d.seq[q].n = len;
+        d.seq[q].ids = xrealloc(d.seq[q].ids, len * sizeof(int));
+        d.seq[q].mask = xrealloc(d.seq[q].mask, len);
+        for (int i = 0; i < len; i++) { d.seq[q].ids[i] = q; d.seq[q].mask[i] = i > 0; }
+    }
+    enum { B = 4, T = 64, NB = 32 };                 /* one chunk: 32 batches, 2 epochs */
+    train_state s = { .B = B, .T = T, .seed = 3, .bucket = 1 };
+    int tok[B * T], tgt[B * T], seen[64] = { 0 };
+    long padded = 0;
+    for (int k = 0; k < NB; k++) {
+        int Tb = train_fill_batch(&d, &s, tok, tgt);
+        CHECK(Tb <= T && (Tb % 16 == 0 || Tb == T));
+        int longest = 0;
+        for (int b = 0; b < B; b++) {
+            int q = tok[b * Tb];
+            CHECK(q >= 0 && q < 64);
+            if (q < 0 || q >= 64) continue;
+            seen[q]++;
+            int want = d.seq[q].n - 1 < T ? d.seq[q].n - 1 : T, n = 0;
+            for (int t = 0; t < Tb; t++) n += tgt[b * Tb + t] >= 0;
+            CHECK_EQ_INT(n, want);                    /* all its targets fit */
+            if (want > longest) longest = want;
+        }
+        CHECK(Tb >= longest && Tb < longest + 16);
+        padded += (long)B * Tb;
+    }
+    for (int q = 0; q < 64; q++) CHECK_EQ_INT(seen[q], 2);
+    CHECK(padded < (long)NB * B * T * 3 / 4);
+    /* Same position, same batch. */
+    int tok2[B * T], tgt2[B * T];
+    s.data_pos = 8;
+    int t1 = train_fill_batch(&d, &s, tok, tgt);
+    s.data_pos = 8;
+    int t2 = train_fill_batch(&d, &s, tok2, tgt2);
+    CHECK_EQ_INT(t1, t2);
+    CHECK(!memcmp(tok, tok2, sizeof(int) * B * t1));
+    train_data_free(&d);
+}
+
 int main(void)
 {
     RUN(adamw_known_answer);
@@ -170,5 +217,6 @@ int main(void)
     RUN(accumulation_equals_big_batch);
     RUN(learns_fixed_sequences);
     RUN(batches_cover_each_epoch);
+    RUN(buckets_group_by_length);
     TEST_MAIN_END();
 }

@@ -1,0 +1,58 @@
+# sft.sh — sft-step on text and trajectories: the chat encoder's ids and
+# loss mask, length buckets, and the errors when no tokenizer is at hand.
+. "$HAT_TOP/tests/cli/lib.sh"
+T=$(mktmp)
+export OMP_NUM_THREADS=1
+world-gen --seed 2 --products 20 -o "$T/w.json"
+task-gen --world "$T/w.json" -n 12 --seed 2 -o "$T/t.jsonl"
+traj-gen --world "$T/w.json" --harness "$HAT_TOP/examples/harness" -o "$T/traj.jsonl" "$T/t.jsonl"
+ok "tok-train on trajectories" tok-train -n 700 --chat -o "$T/tok.json" "$T/traj.jsonl"
+cat >"$T/cfg.json" <<'CFG'
+{"vocab_size": 700, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+ "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 16, "rms_norm_eps": 1e-6,
+ "rope_theta": 10000.0, "tie_word_embeddings": true, "max_position_embeddings": 4096}
+CFG
+ok "model-init with a tokenizer" model-init --config "$T/cfg.json" --tokenizer "$T/tok.json" -o "$T/base.ckpt"
+ok "model-init without one" model-init --config "$T/cfg.json" -o "$T/bare.ckpt"
+
+# Trajectories straight from traj-gen, encoded with the checkpoint's tokenizer.
+ok "sft-step on trajectories" sft-step --init "$T/base.ckpt" --data "$T/traj.jsonl" --steps 3 --batch 2 \
+    --seq 4096 --metrics "$T/m.jsonl" -o "$T/a.ckpt"
+jq -e -s 'length == 3 and all(.[]; .loss > 0 and .tokens > 0)' "$T/m.jsonl" >/dev/null \
+    && pass "metrics: three steps with a loss" || flunk "metrics: three steps with a loss" "$(cat "$T/m.jsonl")"
+# The same run on pre-tokenised records from tok-encode --chat: identical bytes.
+tok-encode --chat -t "$T/tok.json" -o "$T/seqs.jsonl" "$T/traj.jsonl"
+ok "sft-step on tok-encode --chat output" sft-step --init "$T/base.ckpt" --data "$T/seqs.jsonl" --steps 3 \
+    --batch 2 --seq 4096 -o "$T/b.ckpt"
+same "trajectories and their encoding train the same" "$T/a.ckpt" "$T/b.ckpt"
+# Only the assistant's tokens are targets: fewer than a tenth of all tokens.
+jq -s '[.[] | .mask | add] | add' "$T/seqs.jsonl" >"$T/targets"
+jq -s '[.[] | .ids | length] | add' "$T/seqs.jsonl" >"$T/all"
+[ "$(cat "$T/targets")" -gt 0 ] && [ $(( $(cat "$T/targets") * 10 )) -lt "$(cat "$T/all")" ] \
+    && pass "loss on the assistant's tokens only" || flunk "loss on the assistant's tokens only" "$(cat "$T/targets") of $(cat "$T/all")"
+
+# Plain text records train too.
+jq -c '{text: .messages[-1].content}' "$T/traj.jsonl" >"$T/text.jsonl"
+ok "sft-step on text" sft-step --init "$T/base.ckpt" --data "$T/text.jsonl" --steps 2 --batch 4 -o "$T/c.ckpt"
+
+# Exact resume, with length buckets (the default) and without.
+for mode in bucket no-bucket; do
+    flag=""; [ $mode = no-bucket ] && flag=--no-bucket
+    ok "$mode: 2 steps" sft-step --init "$T/base.ckpt" --data "$T/seqs.jsonl" --steps 2 --total-steps 4 \
+        --batch 2 --seq 4096 $flag -o "$T/$mode-2.ckpt"
+    ok "$mode: resume 2 more" sft-step --init "$T/$mode-2.ckpt" --resume --data "$T/seqs.jsonl" --steps 2 -o "$T/$mode-4.ckpt"
+    ok "$mode: 4 straight" sft-step --init "$T/base.ckpt" --data "$T/seqs.jsonl" --steps 4 --total-steps 4 \
+        --batch 2 --seq 4096 $flag -o "$T/$mode-4b.ckpt"
+    same "$mode: resume is exact" "$T/$mode-4.ckpt" "$T/$mode-4b.ckpt"
+done
+cmp -s "$T/bucket-4.ckpt" "$T/no-bucket-4.ckpt" && flunk "buckets change the batches" || pass "buckets change the batches"
+
+# No tokenizer: refused with a message naming the way out.
+fails "trajectories need a tokenizer" 1 sft-step --init "$T/bare.ckpt" --data "$T/traj.jsonl" --steps 1 -o "$T/x.ckpt"
+has "message names the line and the fix" "$T/.err" "traj.jsonl:1: a text or chat record needs a tokenizer"
+ok "--tokenizer supplies one" sft-step --init "$T/bare.ckpt" --tokenizer "$T/tok.json" --data "$T/traj.jsonl" \
+    --steps 1 --batch 2 --seq 4096 -o "$T/y.ckpt"
+fails "a bad trajectory line" 1 sft-step --init "$T/base.ckpt" --data "$HAT_TOP/tests/fixtures/harness/not_json.json" --steps 1 -o "$T/z.ckpt"
+printf '%s\n' '{"messages":[{"role":"wizard","content":"x"}]}' >"$T/bad.jsonl"
+fails "an unknown role" 1 sft-step --init "$T/base.ckpt" --data "$T/bad.jsonl" --steps 1 -o "$T/z.ckpt"
+has "unknown role named" "$T/.err" "bad.jsonl:1: .*wizard"
