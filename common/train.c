@@ -154,9 +154,9 @@ static long seq_for(const train_data *d, const train_state *s, long k, long **pe
     if (!s->bucket) return seq_at(d, s->seed, k, perm, pe);
     long B = s->B, chunk = BUCKET_BATCHES * B, c = k / chunk, off = k % chunk;
     len_at *v = xmalloc(chunk * sizeof *v);
-    for (long i = 0; i < chunk; i++) {
+    for (long i = 0; i < chunk; i++) {       /* equal lengths keep the shuffled order */
         long q = seq_at(d, s->seed, c * chunk + i, perm, pe);
-        v[i] = (len_at){ d->seq[q].n, q };
+        v[i] = (len_at){ d->seq[q].n, i };
     }
     qsort(v, chunk, sizeof *v, by_len);
     long order[BUCKET_BATCHES];
@@ -164,9 +164,9 @@ static long seq_for(const train_data *d, const train_state *s, long k, long **pe
     rng_t r;
     rng_derive(&r, s->seed ^ 0x6275636b6574ULL, (uint64_t)c);   /* "bucket" */
     rng_shuffle(&r, order, BUCKET_BATCHES, sizeof *order);
-    long q = v[order[off / B] * B + off % B].at;
+    long i = v[order[off / B] * B + off % B].at;
     free(v);
-    return q;
+    return seq_at(d, s->seed, c * chunk + i, perm, pe);
 }
 
 int train_fill_batch(const train_data *d, train_state *s, int *tokens, int *targets)

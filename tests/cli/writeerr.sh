@@ -18,6 +18,7 @@ cat >"$T/cfg.json" <<'J'
  "num_attention_heads":2,"num_key_value_heads":1,"head_dim":8,"max_position_embeddings":64}
 J
 model-init --config "$T/cfg.json" -o "$T/m.ckpt"
+hsa-augment --harness "$EX" --harness-only --bare -k 1 --seed 3 >"$T/variant.json"
 printf '{"ids":[1,2,3]}\n' >"$T/prompts.jsonl"
 
 # The command line writing to stdout for each program (word-split on
@@ -30,7 +31,7 @@ args_for() {
     hsa-augment)    echo "--harness $EX -k 2 $T/traj.jsonl" ;;
     harness-pack)   echo "$EX" ;;
     harness-render) echo "--harness $EX $T/traj.jsonl" ;;
-    harness-diff)   echo "$EX $HAT_TOP/examples/out/variant1.json" ;;
+    harness-diff)   echo "$EX $T/variant.json" ;;
     harness-lint)   echo "--json $HAT_TOP/tests/fixtures/harness/warn_only.json" ;;
     general-gen)    echo "-n 50" ;;
     tok-train)      echo "-n 300 $T/text.jsonl" ;;
