@@ -2,6 +2,7 @@
 #include "ckpt.h"
 #include "cli.h"
 #include "jsonl.h"
+#include "tokenizer.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -12,10 +13,12 @@ static const char usage[] =
     "Write a randomly initialised Qwen3-style model as a checkpoint (man 5 ckpt).\n"
     "  --config FILE      Hugging Face config.json (Qwen3 keys)\n"
     "  --preset NAME      a named shape from data/model-presets.json (tiny, small)\n"
-    "  --vocab N          override vocab_size (e.g. to match a tokenizer)\n"
+    "  --vocab N          override vocab_size (with --preset and --tokenizer: the\n"
+    "                     tokenizer's size)\n"
     "  --mtp N            num_nextn_predict_layers (0 or 1)\n"
     "  --mtp-weight W     weight of the MTP auxiliary loss (default 0.3)\n"
-    "  --tokenizer FILE   tokenizer.json to bundle (passed through)\n"
+    "  --tokenizer FILE   tokenizer.json to bundle; the model's vocabulary must\n"
+    "                     hold its ids\n"
     "  --std S            standard deviation of the weights (default 0.02)\n"
     "  --dtype f32|bf16   storage type of the weights (default f32)\n"
     "  --seed N           seed (default 1); same seed, same bytes\n"
@@ -75,6 +78,22 @@ int main(int argc, char **argv)
 
     json_t *cj = config ? json_load_path(config) : preset(&spec, pre);
     if (!cj) return EXIT_FAIL;
+    if (tok) {   /* the vocabulary follows the tokenizer unless --vocab says otherwise */
+        char *err = NULL;
+        tokenizer *t = tok_load(tok, &err);
+        if (!t) { hat_errat(tok, 0, "%s", err); free(err); json_decref(cj); return EXIT_FAIL; }
+        int n = tok_vocab_size(t);
+        tok_free(t);
+        json_t *cv = json_object_get(cj, "vocab_size");
+        if (vocab < 0 && pre) vocab = n;                 /* a preset's vocabulary is a placeholder */
+        long have = vocab > 0 ? vocab : (long)json_integer_value(cv);
+        if (have < n) {
+            hat_errat(tok, 0, "the tokenizer has %d ids but %s is %ld", n,
+                      vocab > 0 ? "--vocab" : "the config's vocab_size", have);
+            json_decref(cj);
+            return EXIT_FAIL;
+        }
+    }
     if (vocab > 0) json_object_set_new(cj, "vocab_size", json_integer(vocab));
     if (mtp >= 0) json_object_set_new(cj, "num_nextn_predict_layers", json_integer(mtp));
     if (mtpw >= 0) json_object_set_new(cj, "mtp_loss_weight", json_real(mtpw));

@@ -66,6 +66,7 @@ static void clear_harness(sim *s)
     s->npat = 0;
     for (int i = 0; i < s->nskill_cache; i++) free(s->skill_text[i]);
     s->nskill_cache = 0;
+    json_decref((json_t *)s->h);
     s->h = NULL;
 }
 
@@ -79,7 +80,9 @@ int sim_set_harness(sim *s, const json_t *h, char **err)
     if (err) *err = NULL;
     if (h == s->h) return 0;
     clear_harness(s);
-    s->h = h;
+    /* Holding a reference keeps h's address from being reused by another
+     * harness while the caches keyed on it are alive. */
+    s->h = json_incref((json_t *)h);
     s->loader = harness_loader_name(h);
     s->loader_arg = harness_loader_argument(h);
     const json_t *rf = hook(s, "reply_format");
@@ -104,7 +107,7 @@ int sim_set_harness(sim *s, const json_t *h, char **err)
             PCRE2_UCHAR msg[256];
             pcre2_get_error_message(ec, msg, sizeof msg);
             if (err) *err = xasprintf("input_check pattern %zu: %s at offset %zu", i, (char *)msg, (size_t)off);
-            s->h = NULL;
+            clear_harness(s);
             return -1;
         }
         s->pat[s->npat++] = re;

@@ -43,9 +43,11 @@ typedef struct sim sim;
 
 sim    *sim_new(const world *w);             /* w is borrowed */
 void    sim_free(sim *s);
-/* Use harness h (borrowed, must stay alive while in use) from the next
- * conversation on.  Caches (names, limits, compiled input_check patterns,
- * skill texts) are rebuilt only when h is a different object.  Returns 0,
+/* Use harness h from the next conversation on; the simulator keeps a
+ * reference until another harness replaces it (so h's address cannot be
+ * reused by a new harness while caches are keyed on it).  Caches (names,
+ * limits, compiled input_check patterns, skill texts) are rebuilt only
+ * when h is a different object; do not modify h in place after setting it.  Returns 0,
  * or -1 with *err (malloc'd) when a pattern does not compile. */
 int     sim_set_harness(sim *s, const json_t *h, char **err);
 const json_t *sim_harness(const sim *s);

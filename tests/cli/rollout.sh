@@ -101,8 +101,8 @@ fails "checkpoint without tokenizer" 1 rollout --ckpt "$T/notok.ckpt" $R "$T/t.j
 has "no tokenizer message" "$T/.err" '^rollout: .*notok.ckpt: the checkpoint has no tokenizer.json \(give --tokenizer FILE'
 ok "--tokenizer" rollout --ckpt "$T/notok.ckpt" --tokenizer "$T/tok.json" $R -o "$T/nt.jsonl" "$T/t.jsonl"
 echo '{"vocab_size":100,"hidden_size":16,"intermediate_size":16,"num_hidden_layers":1,"num_attention_heads":1,"num_key_value_heads":1,"head_dim":16,"max_position_embeddings":64}' >"$T/small.json"
-model-init --config "$T/small.json" --tokenizer "$T/tok.json" -o "$T/small.ckpt"
-fails "tokenizer larger than the model" 1 rollout --ckpt "$T/small.ckpt" $R "$T/t.jsonl"
+model-init --config "$T/small.json" -o "$T/small.ckpt"
+fails "tokenizer larger than the model" 1 rollout --ckpt "$T/small.ckpt" --tokenizer "$T/tok.json" $R "$T/t.jsonl"
 has "vocab message" "$T/.err" 'the tokenizer has [0-9]+ ids but the model only 100'
 { head -n 1 "$T/t.jsonl"; echo '{"id": broken'; tail -n 3 "$T/t.jsonl"; } >"$T/bad.jsonl"
 fails "bad task line" 1 rollout --ckpt "$T/m.ckpt" $R "$T/bad.jsonl"

@@ -14,6 +14,13 @@ cat >"$T/cfg.json" <<'CFG'
 CFG
 ok "model-init with a tokenizer" model-init --config "$T/cfg.json" --tokenizer "$T/tok.json" -o "$T/base.ckpt"
 ok "model-init without one" model-init --config "$T/cfg.json" -o "$T/bare.ckpt"
+ok "model-init sizes the vocabulary to the tokenizer" model-init --preset tiny --tokenizer "$T/tok.json" -o "$T/sized.ckpt"
+ckpt info "$T/sized.ckpt" | jq -e '.config.vocab_size == 700' >/dev/null && pass "vocab_size = tokenizer ids" || flunk "vocab_size = tokenizer ids"
+fails "model-init refuses a vocabulary too small" 1 model-init --config "$T/cfg.json" --vocab 100 --tokenizer "$T/tok.json" -o "$T/small.ckpt"
+has "names both sizes" "$T/.err" "tokenizer has 700 ids but --vocab is 100"
+sed 's/"vocab_size": 700/"vocab_size": 300/' "$T/cfg.json" >"$T/cfg300.json"
+fails "model-init refuses a config vocabulary too small" 1 model-init --config "$T/cfg300.json" --tokenizer "$T/tok.json" -o "$T/small.ckpt"
+has "names the config" "$T/.err" "tokenizer has 700 ids but the config's vocab_size is 300"
 
 # Trajectories straight from traj-gen, encoded with the checkpoint's tokenizer.
 ok "sft-step on trajectories" sft-step --init "$T/base.ckpt" --data "$T/traj.jsonl" --steps 3 --batch 2 \
