@@ -6,8 +6,8 @@
  * builder.  While rendering, every byte is tagged as prompt or
  * assistant-written, giving the spans a tokenizer turns into a loss mask.
  * Parsing model output back into a message lives in chat_parse.c. */
-#define _GNU_SOURCE                     /* memmem, vasprintf */
 #include "chat.h"
+#include "strv.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -137,50 +137,6 @@ void chat_json_dumps(sbuf *b, const json_t *v)
 }
 
 /* ---- string views and Python's str methods ----------------------------- */
-
-typedef struct { const char *s; size_t n; } strv;
-
-static strv sv(const char *s, size_t n) { strv v = { s, n }; return v; }
-
-static strv lstrip_nl(strv v)
-{
-    while (v.n && v.s[0] == '\n') { v.s++; v.n--; }
-    return v;
-}
-
-static strv rstrip_nl(strv v)
-{
-    while (v.n && v.s[v.n - 1] == '\n') v.n--;
-    return v;
-}
-
-/* Offset of the first / last occurrence of needle, or -1 (memmem-based,
- * so content with NUL bytes behaves like a Python str). */
-static long find_first(strv v, const char *needle)
-{
-    const char *p = memmem(v.s, v.n, needle, strlen(needle));
-    return p ? p - v.s : -1;
-}
-
-static long find_last(strv v, const char *needle)
-{
-    size_t m = strlen(needle);
-    for (size_t i = v.n >= m ? v.n - m + 1 : 0; i-- > 0;)
-        if (!memcmp(v.s + i, needle, m)) return (long)i;
-    return -1;
-}
-
-static int starts_with(strv v, const char *p)
-{
-    size_t m = strlen(p);
-    return v.n >= m && !memcmp(v.s, p, m);
-}
-
-static int ends_with(strv v, const char *p)
-{
-    size_t m = strlen(p);
-    return v.n >= m && !memcmp(v.s + v.n - m, p, m);
-}
 
 /* ---- the renderer: text plus assistant/prompt spans -------------------- */
 

@@ -8,58 +8,13 @@
  * not an exception here but an everyday event in rollout: it yields an error
  * string the harness can show the model, and a message that keeps the raw
  * text so the transcript shows what was written. */
-#define _GNU_SOURCE                     /* memmem */
 #include "chat.h"
+#include "strv.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
-
-typedef struct { const char *s; size_t n; } strv;
-
-static strv sv(const char *s, size_t n) { strv v = { s, n }; return v; }
-static strv drop(strv v, size_t k) { return sv(v.s + k, v.n - k); }
-
-static strv lstrip_nl(strv v)
-{
-    while (v.n && v.s[0] == '\n') v = drop(v, 1);
-    return v;
-}
-
-static strv rstrip_nl(strv v)
-{
-    while (v.n && v.s[v.n - 1] == '\n') v.n--;
-    return v;
-}
-
-static int is_ws(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
-
-static strv lstrip_ws(strv v)
-{
-    while (v.n && is_ws(v.s[0])) v = drop(v, 1);
-    return v;
-}
-
-static long find_first(strv v, const char *needle)
-{
-    const char *p = memmem(v.s, v.n, needle, strlen(needle));
-    return p ? p - v.s : -1;
-}
-
-static long find_last(strv v, const char *needle)
-{
-    size_t m = strlen(needle);
-    for (size_t i = v.n >= m ? v.n - m + 1 : 0; i-- > 0;)
-        if (!memcmp(v.s + i, needle, m)) return (long)i;
-    return -1;
-}
-
-static int starts_with(strv v, const char *p)
-{
-    size_t m = strlen(p);
-    return v.n >= m && !memcmp(v.s, p, m);
-}
 
 static json_t *jstr(strv v) { return json_stringn(v.s, v.n); }
 
@@ -162,7 +117,7 @@ static json_t *parse_calls(strv rest, char **err)
             free(s);
             break;
         }
-        rest = drop(rest, strlen("<tool_call>"));
+        rest = sv_drop(rest, strlen("<tool_call>"));
         long end = find_first(rest, "</tool_call>");
         if (end < 0) {
             *err = errf("tool call %d: <tool_call> without </tool_call>", k);
@@ -171,7 +126,7 @@ static json_t *parse_calls(strv rest, char **err)
         json_t *call = parse_call(sv(rest.s, (size_t)end), k, err);
         if (!call) break;
         json_array_append_new(calls, call);
-        rest = drop(rest, (size_t)end + strlen("</tool_call>"));
+        rest = sv_drop(rest, (size_t)end + strlen("</tool_call>"));
     }
     if (*err) { json_decref(calls); return NULL; }
     return calls;
@@ -186,10 +141,10 @@ static json_t *parse_clean(strv all, char **err)
         /* the template's own split: content after the last </think>,
          * reasoning before the first one and after the last <think> */
         long last = find_last(all, "</think>");
-        content = lstrip_nl(drop(all, (size_t)last + strlen("</think>")));
+        content = lstrip_nl(sv_drop(all, (size_t)last + strlen("</think>")));
         strv head = rstrip_nl(sv(all.s, (size_t)find_first(all, "</think>")));
         long open = find_last(head, "<think>");
-        if (open >= 0) head = drop(head, (size_t)open + strlen("<think>"));
+        if (open >= 0) head = sv_drop(head, (size_t)open + strlen("<think>"));
         reasoning = rstrip_nl(lstrip_nl(head));
         has_reasoning = 1;
     } else if (starts_with(lstrip_ws(all), "<think>")) {
@@ -207,7 +162,7 @@ static json_t *parse_clean(strv all, char **err)
         return NULL;
     }
     if (tc >= 0) {
-        calls = parse_calls(drop(content, (size_t)tc), err);
+        calls = parse_calls(sv_drop(content, (size_t)tc), err);
         if (!calls) return NULL;
         /* the template puts one "\n" between content and the first call */
         content.n = (size_t)tc;
