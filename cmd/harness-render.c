@@ -25,34 +25,41 @@ static const char usage[] =
 
 enum { OPT_HARNESS = 1, OPT_RAW, OPT_GEN, OPT_NOTHINK };
 
-/* 0 written, -1 bad line (reported). */
-static int render_one(hat_out *o, const json_t *line, const json_t *deflt, const char *file,
-                      long lineno, const chat_opts *base, int raw)
+typedef struct {
+    hat_out *out;
+    const json_t *harness;     /* --harness, for lines without an inline one */
+    chat_opts opts;
+    int raw;
+} job;
+
+/* One trajectory: 0 written, 1 bad line (reported), -1 write error. */
+static int render_one(void *ctx, json_t *line, const char *file, long lineno)
 {
+    job *j = ctx;
     const json_t *h = json_object_get(line, "harness");
-    if (!h) h = deflt;
+    if (!h) h = j->harness;
     json_t *msgs = json_object_get(line, "messages");
-    if (!h) { hat_errat(file, lineno, "no inline harness and no --harness"); return -1; }
-    if (!json_is_array(msgs)) { hat_errat(file, lineno, "no \"messages\" array"); return -1; }
+    if (!h) { hat_errat(file, lineno, "no inline harness and no --harness"); return 1; }
+    if (!json_is_array(msgs)) { hat_errat(file, lineno, "no \"messages\" array"); return 1; }
     chat_text t;
     char *err = NULL;
-    int rc = harness_render(&t, h, msgs, base, &err);
-    if (rc) {
+    if (harness_render(&t, h, msgs, &j->opts, &err)) {
         hat_errat(file, lineno, "%s", err);
         free(err);
-        return -1;
+        return 1;
     }
-    if (raw) out_write(o, t.text, t.len);
+    int rc;
+    if (j->raw) rc = out_write(j->out, t.text, t.len);
     else {
         json_t *id = json_object_get(line, "id");
         json_t *r = json_object();
         json_object_set(r, "id", id ? id : json_null());
         json_object_set_new(r, "text", json_stringn(t.text, t.len));
-        out_json(o, r);
+        rc = out_json(j->out, r);
         json_decref(r);
     }
     chat_text_free(&t);
-    return 0;
+    return rc;
 }
 
 int main(int argc, char **argv)
@@ -66,37 +73,20 @@ int main(int argc, char **argv)
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
     const char *hpath = NULL;
-    int raw = 0, opt;
-    chat_opts base = CHAT_OPTS_INIT;
+    job j = { .opts = CHAT_OPTS_INIT };
+    int opt;
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
         if (opt == OPT_HARNESS) hpath = optarg;
-        else if (opt == OPT_RAW) raw = 1;
-        else if (opt == OPT_GEN) base.add_generation_prompt = 1;
-        else if (opt == OPT_NOTHINK) base.enable_thinking = CHAT_THINK_OFF;
+        else if (opt == OPT_RAW) j.raw = 1;
+        else if (opt == OPT_GEN) j.opts.add_generation_prompt = 1;
+        else if (opt == OPT_NOTHINK) j.opts.enable_thinking = CHAT_THINK_OFF;
     }
     json_t *h = NULL;
     if (hpath && !(h = harness_load(hpath))) return EXIT_FAIL;
-    hat_out *o = out_open(c.output);
-    if (!o) { json_decref(h); return EXIT_FAIL; }
-    int rc = EXIT_OK;
-    long skipped = 0;
-    for (int i = optind; rc == EXIT_OK && (i < argc || i == optind); i++) {
-        jsonl_reader *r = jsonl_open(i < argc ? argv[i] : "-", c.skip_bad);
-        if (!r) { rc = EXIT_FAIL; break; }
-        json_t *line;
-        int got;
-        while ((got = jsonl_next(r, &line)) == 1) {
-            int bad = render_one(o, line, h, jsonl_name(r), jsonl_line(r), &base, raw);
-            json_decref(line);
-            if (bad && !c.skip_bad) { rc = EXIT_FAIL; break; }
-            skipped += bad != 0;
-        }
-        if (got < 0) rc = EXIT_FAIL;
-        if (jsonl_close(r)) rc = EXIT_FAIL;
-    }
-    if (skipped) hat_warn("skipped %ld bad trajectories", skipped);
-    if (rc == EXIT_OK) { if (out_close(o)) rc = EXIT_FAIL; }
-    else out_abort(o);
+    j.harness = h;
+    if (!(j.out = out_open(c.output))) { json_decref(h); return EXIT_FAIL; }
+    int rc = jsonl_foreach(argv + optind, argc - optind, c.skip_bad, render_one, &j);
+    rc = out_finish(j.out, rc);
     json_decref(h);
-    return rc;
+    return rc ? EXIT_FAIL : EXIT_OK;
 }

@@ -36,6 +36,7 @@ typedef struct {
     const tokenizer *tok;
     const char *field, *text_field;
     int keep, flags;
+    hat_out *out;
 } job;
 
 /* The ids of a record as ints, checked against the vocabulary.  Returns a
@@ -82,6 +83,16 @@ static json_t *decode_record(const job *j, const char *file, long line, json_t *
     return o;
 }
 
+static int each(void *ctx, json_t *rec, const char *file, long line)
+{
+    job *j = ctx;
+    json_t *o = decode_record(j, file, line, rec);
+    if (!o) return 1;
+    int rc = out_json(j->out, o);
+    json_decref(o);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     cli_init(argc, argv);
@@ -108,31 +119,9 @@ int main(int argc, char **argv)
     j.tok = tok;
     hat_out *out = out_open(c.output);
     if (!out) { tok_free(tok); return EXIT_FAIL; }
-    int status = 0;
-    long bad = 0;
-    for (int i = optind; (i < argc || i == optind) && !status; i++) {
-        jsonl_reader *r = jsonl_open(i < argc ? argv[i] : NULL, c.skip_bad);
-        if (!r) { status = 1; break; }
-        json_t *rec;
-        int rc;
-        while ((rc = jsonl_next(r, &rec)) == 1) {
-            json_t *o = decode_record(&j, jsonl_name(r), jsonl_line(r), rec);
-            json_decref(rec);
-            if (!o) {
-                bad++;
-                if (c.skip_bad) continue;
-                status = 1;
-                break;
-            }
-            if (out_json(out, o)) status = 1;
-            json_decref(o);
-            if (status) break;
-        }
-        if (rc < 0 || jsonl_close(r)) status = 1;
-    }
-    if (status) out_abort(out);
-    else if (out_close(out)) status = 1;
-    if (bad && c.skip_bad) hat_warn("skipped %ld bad record%s", bad, bad == 1 ? "" : "s");
+    j.out = out;
+    int status = jsonl_foreach(argv + optind, argc - optind, c.skip_bad, each, &j);
+    status = out_finish(out, status);
     tok_free(tok);
     return status ? EXIT_FAIL : EXIT_OK;
 }

@@ -124,21 +124,9 @@ static int do_record(job *j, const char *file, long line, json_t *rec)
     return rc ? -1 : 0;
 }
 
-static int do_jsonl(job *j, const char *path)
+static int each(void *ctx, json_t *rec, const char *file, long line)
 {
-    jsonl_reader *r = jsonl_open(path, j->skip_bad);
-    if (!r) return -1;
-    json_t *rec;
-    int rc, status = 0;
-    while ((rc = jsonl_next(r, &rec)) == 1) {
-        int e = do_record(j, jsonl_name(r), jsonl_line(r), rec);
-        json_decref(rec);
-        if (e < 0 || (e > 0 && !j->skip_bad)) { status = -1; break; }
-        j->bad += e;
-    }
-    if (rc < 0) status = -1;
-    if (jsonl_close(r)) status = -1;
-    return status;
+    return do_record(ctx, file, line, rec);
 }
 
 static int do_lines(job *j, const char *path)
@@ -203,12 +191,10 @@ int main(int argc, char **argv)
     j.out = out_open(c.output);
     if (!j.out) { tok_free(tok); return EXIT_FAIL; }
     int status = 0;
-    for (int i = optind; i < argc || i == optind; i++) {
-        const char *path = i < argc ? argv[i] : NULL;
-        if ((lines ? do_lines(&j, path) : do_jsonl(&j, path))) { status = 1; break; }
-    }
-    if (status) out_abort(j.out);
-    else if (out_close(j.out)) status = 1;
+    if (!lines) status = jsonl_foreach(argv + optind, argc - optind, c.skip_bad, each, &j);
+    for (int i = optind; lines && !status && (i < argc || i == optind); i++)
+        status = do_lines(&j, i < argc ? argv[i] : NULL);
+    status = out_finish(j.out, status);
     if (j.bad) hat_warn("skipped %ld bad record%s", j.bad, j.bad == 1 ? "" : "s");
     tok_free(tok);
     json_decref(h);

@@ -147,6 +147,28 @@ int json_too_deep(const char *s, size_t n, int max)
     return 0;
 }
 
+int jsonl_foreach(char *const *files, int nfiles, int skip_bad, jsonl_fn fn, void *ctx)
+{
+    long bad = 0;
+    int status = 0;
+    for (int i = 0; !status && (i < nfiles || (i == 0 && nfiles == 0)); i++) {
+        jsonl_reader *r = jsonl_open(nfiles ? files[i] : NULL, skip_bad);
+        if (!r) return -1;
+        json_t *v;
+        int rc;
+        while ((rc = jsonl_next(r, &v)) == 1) {
+            int e = fn(ctx, v, jsonl_name(r), jsonl_line(r));
+            json_decref(v);
+            if (e > 0) bad++;
+            if (e < 0 || (e > 0 && !skip_bad)) { status = -1; break; }
+        }
+        if (rc < 0) status = -1;
+        if (jsonl_close(r)) status = -1;
+    }
+    if (bad && skip_bad) hat_warn("skipped %ld bad record%s", bad, bad == 1 ? "" : "s");
+    return status;
+}
+
 json_t *json_parse_named(const char *text, size_t len, const char *name)
 {
     if (json_too_deep(text, len, JSONL_MAX_DEPTH)) {
@@ -300,6 +322,15 @@ int out_close(hat_out *o)
     if (bad) unlink(o->tmp);
     out_free(o);
     return bad ? -1 : 0;
+}
+
+int out_finish(hat_out *o, int status)
+{
+    if (status) {
+        out_abort(o);
+        return -1;
+    }
+    return out_close(o);
 }
 
 char *json_compact(const json_t *v)

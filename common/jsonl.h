@@ -40,6 +40,13 @@ int    jsonl_close(jsonl_reader *r);
  * scan that skips strings; fast enough to run before every parse). */
 int     json_too_deep(const char *text, size_t len, int max);
 
+/* The loop of every JSONL filter: each value of each input in order
+ * (nfiles == 0: stdin) is passed to fn, which returns 0 to go on, 1 for a
+ * bad record it has reported (fatal unless skip_bad; the count is reported
+ * at the end) or -1 to stop with an error.  Returns 0, or -1. */
+typedef int (*jsonl_fn)(void *ctx, json_t *v, const char *file, long line);
+int    jsonl_foreach(char *const *files, int nfiles, int skip_bad, jsonl_fn fn, void *ctx);
+
 /* Parse one JSON document from a string (error names file/line/column). */
 json_t *json_parse_named(const char *text, size_t len, const char *name);
 /* Load a JSON file (plain or .gz, "-" = stdin). */
@@ -59,6 +66,9 @@ int      out_json(hat_out *o, const json_t *v);
 int      out_close(hat_out *o);
 /* Discard: remove the temporary file, keep whatever was there before. */
 void     out_abort(hat_out *o);
+/* Close on success (status 0) or abort; returns 0, or -1 if either the run
+ * or the close failed.  The usual end of a program. */
+int      out_finish(hat_out *o, int status);
 
 /* Flags for compact, order-preserving, UTF-8 output. */
 #define HAT_JSON_FLAGS (JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(15))
