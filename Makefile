@@ -15,8 +15,8 @@ SAN     ?= 0
 
 DEB_PKGS := build-essential pkg-config libjansson-dev zlib1g-dev libarchive-dev \
             libreadline-dev libopenblas-dev libpcre2-dev libutf8proc-dev \
-            libmicrohttpd-dev jq
-PC_LIBS  := jansson zlib libarchive readline openblas libpcre2-8 libutf8proc libmicrohttpd
+            libmicrohttpd-dev libcurl4-openssl-dev gnuplot-nox jq
+PC_LIBS  := jansson zlib libarchive readline openblas libpcre2-8 libutf8proc libmicrohttpd libcurl
 
 ifeq ($(SAN),1)
   VARIANT  := san
