@@ -1,0 +1,85 @@
+/* evalset — the four evaluation sets as cases.jsonl (man 5 cases.jsonl). */
+#include "cli.h"
+#include "evalset.h"
+#include "harness.h"
+#include "jsonl.h"
+#include "util.h"
+#include "world.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: evalset --world FILE --harness H [--sets LIST] [-n N] [--ifeval-input FILE]\n"
+    "               [--seed N] [-o FILE]\n"
+    "Write the evaluation cases (man 5 cases.jsonl), from eval splits only:\n"
+    "  live     Live-Stream QA: held-out products and phrasings, production harness (2000)\n"
+    "  variant  Harness-Variant QA: held-out HSA vocabulary, unseen combinations (1000)\n"
+    "  robust   Tool/Prompt Robustness: faults, noisy/adversarial text, injection,\n"
+    "           perturbed prompt (1000)\n"
+    "  ifeval   IFEval-style: general-gen's eval split or the original prompts (541)\n"
+    "  --world FILE         world.json\n"
+    "  --harness H          the production harness (directory, tar or compiled JSON)\n"
+    "  --sets LIST          comma-separated sets (default all)\n"
+    "  -n N                 about N cases in all, in the default proportions\n"
+    "  --ifeval-input FILE  the original IFEval input_data.jsonl for the ifeval set\n"
+    "  --seed N             seed (default 1); the same seed gives the same bytes\n";
+
+enum { O_WORLD = 1, O_HARNESS, O_SETS, O_IFEVAL };
+
+static int emit(void *arg, json_t *c) { return out_json(arg, c); }
+
+int main(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        { "world", required_argument, NULL, O_WORLD }, { "harness", required_argument, NULL, O_HARNESS },
+        { "sets", required_argument, NULL, O_SETS }, { "ifeval-input", required_argument, NULL, O_IFEVAL },
+        { 0, 0, 0, 0 } };
+    cli_spec spec = { usage, "n:H:", longs };
+    cli_common c = { 0 };
+    const char *wpath = NULL, *hpath = NULL, *ipath = NULL;
+    int mask = (1 << EVAL_NSETS) - 1, opt;
+    long n = 0;
+    cli_init(argc, argv);
+    while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
+        switch (opt) {
+        case O_WORLD: wpath = optarg; break;
+        case 'H': case O_HARNESS: hpath = optarg; break;
+        case O_IFEVAL: ipath = optarg; break;
+        case 'n': n = cli_long(&spec, "-n", optarg, 1, 100000000); break;
+        case O_SETS: {
+            char *bad = NULL;
+            mask = evalset_parse_sets(optarg, &bad);
+            if (mask < 0) cli_usage_error(&spec, "unknown set '%s' (live, variant, robust, ifeval, all)", bad);
+            break;
+        }
+        }
+    }
+    if (optind < argc) cli_usage_error(&spec, "unexpected argument '%s'", argv[optind]);
+    if (!wpath || !hpath) cli_usage_error(&spec, "--world and --harness are required");
+
+    world *w = world_load(wpath);
+    if (!w) return EXIT_FAIL;
+    json_t *h = harness_load(hpath);
+    if (!h) { world_free(w); return EXIT_FAIL; }
+    char *err = NULL;
+    evalset *e = evalset_new(w, h, ipath, &err);
+    int rc = EXIT_FAIL;
+    if (!e) { hat_warn("%s", err); goto done; }
+    long size[EVAL_NSETS];
+    evalset_sizes(e, n, size);
+    hat_out *o = out_open(c.output);
+    if (!o) goto done;
+    if (evalset_build(e, mask, size, c.seed, emit, o, &err)) {
+        if (err) hat_errat(wpath, 0, "%s", err);
+        out_abort(o);
+        goto done;
+    }
+    rc = out_close(o) ? EXIT_FAIL : EXIT_OK;
+done:
+    free(err);
+    evalset_free(e);
+    json_decref(h);
+    world_free(w);
+    return rc;
+}

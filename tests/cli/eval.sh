@@ -1,0 +1,99 @@
+# eval.sh — evalset, report and diagnose from the command line: determinism,
+# sizes, split hygiene against task-gen's train split, the report table on
+# crafted verdicts, plots (skipped without gnuplot), diagnose groups, and
+# errors with their exit codes.
+. "$HAT_TOP/tests/cli/lib.sh"; T=$(mktmp)
+H="$HAT_TOP/examples/harness"
+world-gen --seed 3 -o "$T/w.json"
+
+ok "evalset runs" evalset --world "$T/w.json" --harness "$H" -n 200 --seed 4 -o "$T/a.jsonl"
+evalset --world "$T/w.json" --harness "$H" -n 200 --seed 4 -o "$T/b.jsonl"
+evalset --world "$T/w.json" --harness "$H" -n 200 --seed 5 -o "$T/c.jsonl"
+same "evalset: same seed, same bytes" "$T/a.jsonl" "$T/b.jsonl"
+if cmp -s "$T/a.jsonl" "$T/c.jsonl"; then flunk "evalset: another seed differs"; else pass "evalset: another seed differs"; fi
+jq -r .set "$T/a.jsonl" | uniq -c | awk '{printf "%s=%s ", $2, $1}' > "$T/sizes"
+has "evalset -n 200: sizes in proportion" "$T/sizes" '^live=88 variant=44 robust=44 ifeval=24 $'
+ok "evalset --sets ifeval" evalset --world "$T/w.json" --harness "$H" -n 200 --seed 4 --sets ifeval -o "$T/i.jsonl"
+jq -r .set "$T/i.jsonl" | sort -u > "$T/isets"
+has "evalset --sets: only that set" "$T/isets" '^ifeval$'
+# The first ifeval cases of a smaller run are those of a bigger one (a prefix).
+head -n 5 "$T/i.jsonl" > "$T/i5"; jq -c 'select(.set=="ifeval")' "$T/a.jsonl" | head -n 5 > "$T/a5"
+same "evalset: -n scales to a prefix" "$T/i5" "$T/a5"
+
+# Split hygiene: no eval viewer text or product in the train split.
+task-gen --world "$T/w.json" --split train -n 3000 --seed 4 -o "$T/train.jsonl"
+jq -r '.viewer.text' "$T/train.jsonl" | sort -u > "$T/train.txt"
+jq -r 'select(.task) | .task.viewer.text' "$T/a.jsonl" | sort -u > "$T/eval.txt"
+comm -12 "$T/train.txt" "$T/eval.txt" > "$T/common.txt"
+if [ -s "$T/common.txt" ]; then flunk "hygiene: eval texts not in train" "$(head -3 "$T/common.txt")"; else pass "hygiene: eval texts not in train"; fi
+jq -r '.context | .product // empty, .product2 // empty' "$T/train.jsonl" | sort -u > "$T/train.p"
+jq -r 'select(.task) | .task.context | .product // empty, .product2 // empty' "$T/a.jsonl" | sort -u > "$T/eval.p"
+comm -12 "$T/train.p" "$T/eval.p" > "$T/common.p"
+if [ -s "$T/common.p" ]; then flunk "hygiene: eval products not in train" "$(head -3 "$T/common.p")"; else pass "hygiene: eval products not in train"; fi
+# Held-out HSA names never in train-vocabulary variants.
+hsa-augment --harness "$H" --harness-only --bare -k 300 --vocab train --seed 2 |
+  jq -r '(.skills[], .tools[]) | .name' | sort -u > "$T/train.names"
+harness-pack -o "$T/h.json" "$H"
+jq -r '(.skills[], .tools[]) | .name' "$T/h.json" | sort -u > "$T/prod.names"
+jq -r 'select(.set=="variant") | (.harness.skills[], .harness.tools[]) | .name' "$T/a.jsonl" | sort -u |
+  comm -23 - "$T/prod.names" > "$T/heldout.names"
+comm -12 "$T/train.names" "$T/heldout.names" > "$T/common.names"
+if [ -s "$T/heldout.names" ] && [ ! -s "$T/common.names" ]; then pass "hygiene: held-out names not in train variants"
+else flunk "hygiene: held-out names not in train variants" "$(head -3 "$T/common.names")"; fi
+
+# The teacher passes every agent case (each case is solvable).
+jq -c 'select(.task) | .task + {harness: .harness}' "$T/a.jsonl" | traj-gen --world "$T/w.json" -o "$T/t.jsonl"
+jq -c 'select(.task) | .task' "$T/a.jsonl" > "$T/tasks.jsonl"
+judge --world "$T/w.json" --tasks "$T/tasks.jsonl" -o "$T/v.jsonl" "$T/t.jsonl"
+ok "report on the teacher" report --cases "$T/a.jsonl" --model teacher="$T/v.jsonl" --json "$T/r.json" -o "$T/r.md"
+has "report: the teacher passes live" "$T/r.md" '^\| teacher \| 100\.0 \[95\.8, 100\.0\] \| 100\.0 \[92\.0, 100\.0\] \| 100\.0 \[92\.0, 100\.0\] \| n/a \| 100\.0 \|$'
+jq -r '.scores.teacher.live.n' "$T/r.json" > "$T/n"
+has "report --json: case count" "$T/n" '^88$'
+
+# A crafted pair of models, hand-checked: A passes 3 of 4 live, B 1 of 4.
+for i in 0 1 2 3; do
+  printf '{"task_id":"live-00000%d","intent":"price","total":%s,"pass":%s,"reasons":[]}\n' $i \
+    "$([ $i -lt 3 ] && echo 1.0 || echo 0.0)" "$([ $i -lt 3 ] && echo true || echo false)"
+done > "$T/A.jsonl"
+printf '{"task_id":"live-000000","intent":"price","total":1.0,"pass":true,"reasons":[]}\n' > "$T/B.jsonl"
+printf '{"task_id":"live-00000%d","intent":"price","total":0.25,"pass":false,"reasons":[{"code":"reply_too_long","component":"effectiveness","detail":"99 characters, at most 80 allowed"}]}\n' 1 2 3 >> "$T/B.jsonl"
+ok "report: two models" report --model A="$T/A.jsonl" --model B="$T/B.jsonl" -o "$T/ab.md"
+# Wilson 3/4: [30.1, 95.4]; 1/4: [4.6, 69.9]
+has "report: A row" "$T/ab.md" '^\| A \| 75\.0 \[30\.1, 95\.4\] \| n/a \| n/a \| n/a \| 75\.0 \|$'
+has "report: B row" "$T/ab.md" '^\| B \| 25\.0 \[4\.6, 69\.9\] \|'
+has "report: B mean total" "$T/ab.md" '^\| B \| live \| 43\.8 '
+printf '{"task_id":"live-000009","total":1}\n' > "$T/bad.jsonl"
+fails "report: bad verdict exits 1" 1 report --model X="$T/bad.jsonl"
+has "report: error names file and line" "$T/.err" "report: .*bad.jsonl:1: .*pass"
+fails "report: --model without = exits 2" 2 report --model nothing
+if command -v gnuplot >/dev/null 2>&1; then
+  printf '{"step":1,"loss":3.0}\n{"step":2,"loss":2.5}\n' > "$T/m.jsonl"
+  ok "report --plots" report --model A="$T/A.jsonl" --model B="$T/B.jsonl" --metrics sft="$T/m.jsonl" --plots "$T/plots" -o /dev/null
+  for f in scores.png scores.svg curves.png curves.svg; do
+    if [ -s "$T/plots/$f" ]; then pass "plot $f"; else flunk "plot $f"; fi
+  done
+  has "plots: PNG signature" "$T/plots/scores.png" 'PNG'
+else
+  echo "# gnuplot not installed: plot checks skipped"
+fi
+
+ok "diagnose groups" diagnose --json --harness "$H" "$T/B.jsonl" -o "$T/d.jsonl"
+jq -r 'select(.group=="element") | "\(.key) \(.count)"' "$T/d.jsonl" > "$T/d.txt"
+has "diagnose: reply_too_long -> the prompt block with max_chars" "$T/d.txt" '^prompt:reply_format\.max_chars 3$'
+jq -r 'select(.group=="summary") | "\(.verdicts) \(.failed)"' "$T/d.jsonl" > "$T/s.txt"
+has "diagnose: summary" "$T/s.txt" '^4 3$'
+ok "diagnose text" diagnose --harness "$H" "$T/B.jsonl" -o "$T/d.md"
+has "diagnose text: header" "$T/d.md" '^4 verdicts, 3 failed \(75\.0%\)$'
+fails "diagnose: bad verdict exits 1" 1 diagnose "$T/bad.jsonl"
+fails "diagnose evolve without --ckpt exits 2" 2 diagnose evolve --world "$T/w.json"
+
+fails "evalset: unknown set exits 2" 2 evalset --world "$T/w.json" --harness "$H" --sets nope
+fails "evalset: no --world exits 2" 2 evalset --harness "$H"
+fails "evalset: bad world exits 1" 1 evalset --world "$T/missing.json" --harness "$H"
+printf '{"key":1,"prompt":"hi"}\n' > "$T/in.jsonl"
+fails "evalset: bad --ifeval-input exits 1" 1 evalset --world "$T/w.json" --harness "$H" --ifeval-input "$T/in.jsonl"
+printf '{"key":7,"prompt":"Write a title.","instruction_id_list":["detectable_format:title"],"kwargs":[{}]}\n' > "$T/in.jsonl"
+ok "evalset --ifeval-input" evalset --world "$T/w.json" --harness "$H" --sets ifeval --ifeval-input "$T/in.jsonl" -o "$T/orig.jsonl"
+jq -c '[.id, .meta.key, .meta.source, (.instruction_id_list|length)]' "$T/orig.jsonl" > "$T/orig.txt"
+has "evalset: original IFEval prompts" "$T/orig.txt" '^\["ifeval-000000",7,"ifeval",1\]$'
+for p in evalset report diagnose; do ok "$p --help" $p --help; done
