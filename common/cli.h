@@ -15,6 +15,7 @@
 #include <getopt.h>
 #include <stdint.h>
 
+/* Zero-initialise before the first cli_next: cli_common c = { 0 }; */
 typedef struct {
     const char *output;      /* -o; NULL = stdout */
     uint64_t    seed;        /* --seed; default 1 */

@@ -24,7 +24,9 @@ json_t *world_generate(uint64_t seed, int n_products);
 
 /* Load and check a world file ("-" = stdin).  NULL + "prog: FILE: ..." */
 world  *world_load(const char *path);
-/* Check and index an object (a reference is taken).  name is for messages. */
+/* Check and index an object; the world takes over the caller's reference
+ * (steals root, like json_object_set_new), even on failure.  name is for
+ * messages. */
 world  *world_from_json(json_t *root, const char *name);
 void    world_free(world *w);
 
