@@ -637,3 +637,51 @@ void model_backward_mean(model *m)
     float ts = m->n_mtp_targets ? m->cfg.mtp_loss_weight / m->n_mtp_targets : 0;
     model_backward(m, ms, ts);
 }
+
+/* ------------------------------------------------------------ logits in, gradients out */
+
+/* The trainers whose loss is not a cross-entropy on fixed targets (the
+ * policy gradient of grpo-step, the reverse KL of opd-step) run the
+ * trunk forward to logits, work out d(loss)/d(logits) themselves and
+ * hand it back here.  The MTP head is not involved in either direction. */
+float *model_forward_logits(model *m, const int *tokens, int B, int T)
+{
+    const model_config *c = &m->cfg;
+    ensure_acts(m, B, T);
+    int N = B * T, C = c->hidden_size, V = c->vocab_size;
+    memcpy(m->tokens, tokens, sizeof(int) * N);
+    for (int i = 0; i < N; i++) m->targets[i] = -1;
+    embedding_forward(m->encoded, m->tokens, m->w.wte, N, C);
+    const float *x = m->encoded;
+    for (int l = 0; l < c->n_layers; l++) {
+        block_forward(m, &m->w.layers[l], &m->la[l], x);
+        x = m->la[l].res_out;
+    }
+    rmsnorm_forward(m->lnf, m->lnf_rstd, x, m->w.norm, N, C, c->rms_norm_eps);
+    matmul_forward(m->logits, m->lnf, m->w.lm_head, N, C, V, 0);
+    m->loss_sum = m->mtp_loss_sum = 0;
+    m->n_targets = m->n_mtp_targets = 0;
+    return m->logits;
+}
+
+void model_backward_dlogits(model *m, const float *dlogits)
+{
+    const model_config *c = &m->cfg;
+    model_alloc_grads(m);
+    grad_scratch s;
+    if (!m->scratch) m->scratch = alloc_floats(carve_scratch(m, &s, NULL));
+    carve_scratch(m, &s, m->scratch);
+    int N = m->B * m->T, C = c->hidden_size, V = c->vocab_size, L = c->n_layers;
+    size_t NC = (size_t)N * C;
+    if (dlogits != m->logits) memcpy(m->logits, dlogits, sizeof(float) * (size_t)N * V);
+    const float *h = m->la[L - 1].res_out;
+    zero(s.dln, NC);
+    matmul_backward(s.dln, m->g.lm_head, m->logits, m->lnf, m->w.lm_head, N, C, V);
+    zero(s.dres, NC);
+    rmsnorm_backward(s.dres, m->g.norm, s.dln, h, m->w.norm, m->lnf_rstd, N, C);
+    for (int l = L - 1; l >= 0; l--) {
+        const float *x = l ? m->la[l - 1].res_out : m->encoded;
+        block_backward(m, &m->w.layers[l], &m->g.layers[l], &m->la[l], x, &s);
+    }
+    embedding_backward(m->g.wte, s.dres, m->tokens, N, C);
+}

@@ -160,6 +160,15 @@ float  model_forward(model *m, const int *tokens, const int *targets, int B, int
 void   model_backward(model *m, float main_scale, float mtp_scale);
 void   model_backward_mean(model *m);
 
+/* Forward over B sequences of T tokens to the logits of every position,
+ * no loss and no MTP: returns m->logits (B*T, V), valid until the next
+ * forward.  model_backward_dlogits then ADDS into m->grads the gradient
+ * of a loss whose derivative with respect to those logits the caller
+ * supplies (dlogits (B*T, V); it may be m->logits itself, which is
+ * overwritten either way).  Rows the loss does not touch must be zero. */
+float *model_forward_logits(model *m, const int *tokens, int B, int T);
+void   model_backward_dlogits(model *m, const float *dlogits);
+
 /* Free the training activations and scratch (the next forward
  * allocates them again): call before a checkpoint is serialised so the
  * two never add up in the peak memory. */

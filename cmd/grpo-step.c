@@ -1,0 +1,358 @@
+/* grpo-step — GRPO of a checkpoint as the agent in the simulator, HSA on
+ * every rollout group (HSA-RL): N steps per invocation, exact resume from
+ * the trainer state stored in the output checkpoint. */
+#include "ckpt.h"
+#include "cli.h"
+#include "grpo.h"
+#include "harness.h"
+#include "jsonl.h"
+#include "tasks.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "usage: grpo-step --init CKPT --world FILE --harness H --steps N [options] -o OUT.ckpt\n"
+    "                 [TASKS.jsonl...]\n"
+    "GRPO in the simulator: per step, --groups tasks, each played --group-size times\n"
+    "under one harness (the original or an HSA variant), scored by the judge, with\n"
+    "group-relative advantages and a clipped importance-ratio objective.\n"
+    "  --init CKPT         policy checkpoint (with tokenizer.json) to start from\n"
+    "  --tokenizer FILE    tokenizer.json instead of the checkpoint's\n"
+    "  --ref CKPT          frozen reference for the KL term (needed when --beta > 0)\n"
+    "  --world FILE        world.json (required)\n"
+    "  --harness H         the original harness (required)\n"
+    "  --steps N           steps to take in this run (required)\n"
+    "  --resume            continue the run stored in --init (options below ignored)\n"
+    "groups and HSA:\n"
+    "  --groups N          groups (tasks) per step (default 4)\n"
+    "  --group-size G      rollouts per group (default 8)\n"
+    "  --hsa-mix R         fraction of groups under the original harness (default 0.5)\n"
+    "  --no-hsa            every group under the original harness\n"
+    "  --vocab NAME        HSA vocabulary: train (default), heldout or a directory\n"
+    "  --p-skill-id P  --p-skill-content P  --p-tools P  --p-prompt P  --p-hooks P\n"
+    "                      per-operation probability of each dimension (default 0.5)\n"
+    "  --dims LIST         only these dimensions, at --p (as hsa-augment)\n"
+    "  --p P               probability used by --dims (default 0.5)\n"
+    "generation:\n"
+    "  --temperature X     sampling temperature (default 1)\n"
+    "  --top-k N  --top-p X\n"
+    "  --max-tokens N      generated tokens per turn (default 64)\n"
+    "  --max-turns N       assistant turns per conversation (default 4)\n"
+    "  --max-gen-tokens N  generated tokens per conversation (default no limit)\n"
+    "  --max-context N     tokens per conversation (default the model's maximum)\n"
+    "  --rollout-batch N   conversations in flight (default groups * group-size)\n"
+    "  --no-thinking       enable_thinking=false in the generation prompt\n"
+    "reward and advantages:\n"
+    "  --judge-config FILE judge config (default data/judge/default.json)\n"
+    "  --weights A,E,T,S,C weights of accuracy, effectiveness, tool rationality,\n"
+    "                      skill selection and the CoT penalty (default: the judge's)\n"
+    "  --no-std-scale      advantages = reward - group mean, not divided by the std\n"
+    "  --gdpo              normalise each component in its group, then sum\n"
+    "  --split-segments    tool-call turns and reply turns as separate groups\n"
+    "loss:\n"
+    "  --loss-type T       grpo | bnpo | dr_grpo | dapo (default dapo)\n"
+    "  --importance L      token | sequence (GSPO) (default token)\n"
+    "  --epsilon X         lower clip range (default 0.2)\n"
+    "  --epsilon-high X    upper clip range (default: --epsilon)\n"
+    "  --beta X            k3 KL weight to --ref, 0 = none (default 0)\n"
+    "  --epochs N          optimisation passes per batch (default 1)\n"
+    "  --micro-batch N     conversations per forward pass (default 4)\n"
+    "optimiser (as sft-step): --lr X (1e-5) --min-lr X --warmup N --schedule S\n"
+    "  (constant) --total-steps N --weight-decay X (0) --beta2 X --clip X (1)\n"
+    "  --metrics FILE      append one JSON line per step\n"
+    "  --save-every K      also write -o every K steps\n"
+    "  --seed N            seed of task order, HSA and sampling (default 1)\n"
+    "  --skip-bad          skip bad task lines\n"
+    "  -o FILE             output checkpoint (required)\n";
+
+enum { O_INIT = 1, O_TOK, O_REF, O_WORLD, O_HARNESS, O_STEPS, O_RESUME, O_GROUPS, O_GSIZE,
+       O_MIX, O_NOHSA, O_VOCAB, O_PSID, O_PSC, O_PTOOLS, O_PPROMPT, O_PHOOKS, O_DIMS, O_P,
+       O_TEMP, O_TOPK, O_TOPP, O_MAXTOK, O_TURNS, O_GENTOK, O_CTX, O_RBATCH, O_NOTHINK,
+       O_JCFG, O_WEIGHTS, O_NOSTD, O_GDPO, O_SPLIT, O_LOSS, O_IMP, O_EPS, O_EPSH, O_BETA,
+       O_EPOCHS, O_MB, O_LR, O_MINLR, O_WARMUP, O_SCHED, O_TOTAL, O_WD, O_BETA2, O_CLIP,
+       O_METRICS, O_SAVE };
+
+static tokenizer *load_tokenizer(const ckpt *k, const char *ckpath, const char *tpath)
+{
+    char *err = NULL;
+    tokenizer *t = NULL;
+    if (tpath) {
+        t = tok_load(tpath, &err);
+        if (!t) hat_errat(tpath, 0, "%s", err);
+    } else if (!k->tokenizer) {
+        hat_errat(ckpath, 0, "the checkpoint has no tokenizer.json (give --tokenizer FILE)");
+    } else {
+        json_t *j = json_parse_named(k->tokenizer, k->tokenizer_len, "tokenizer.json");
+        t = j ? tok_from_json(j, &err) : NULL;
+        if (j && !t) hat_errat(ckpath, 0, "tokenizer.json: %s", err);
+        json_decref(j);
+    }
+    free(err);
+    return t;
+}
+
+/* Every task line of the inputs into one array; bad lines stop (or are
+ * counted with skip_bad). */
+static json_t *load_tasks(int n, char **paths, int skip_bad)
+{
+    json_t *all = json_array();
+    long bad = 0;
+    for (int i = 0; i < (n ? n : 1); i++) {
+        jsonl_reader *r = jsonl_open(n ? paths[i] : "-", skip_bad);
+        if (!r) { json_decref(all); return NULL; }
+        json_t *v;
+        int rc;
+        while ((rc = jsonl_next(r, &v)) == 1) {
+            char *e = task_check(v);
+            if (e) {
+                hat_errat(jsonl_name(r), jsonl_line(r), "%s", e);
+                free(e);
+                json_decref(v);
+                if (!skip_bad) { rc = -1; break; }
+                bad++;
+                continue;
+            }
+            json_array_append_new(all, v);
+        }
+        if (jsonl_close(r) || rc < 0) { json_decref(all); return NULL; }
+    }
+    if (bad) hat_warn("skipped %ld bad tasks", bad);
+    if (!json_array_size(all)) { hat_errat(n ? paths[0] : "-", 0, "no tasks"); json_decref(all); return NULL; }
+    return all;
+}
+
+static int parse_weights(const char *s, double *w)
+{
+    char *end;
+    for (int k = 0; k < JUDGE_NCOMP; k++) {
+        w[k] = strtod(s, &end);
+        if (end == s || w[k] < 0 || (k < JUDGE_NCOMP - 1 ? *end != ',' : *end != 0)) return -1;
+        s = end + 1;
+    }
+    return 0;
+}
+
+static int save(ckpt *k, const train_state *s, const grpo_config *gc, const char *path)
+{
+    json_decref(k->state);
+    k->state = train_state_json(s);
+    json_object_set_new(k->state, "grpo", grpo_config_json(gc));
+    model_release_acts(k->m);
+    return ckpt_save(k, path, ST_F32);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        { "init", required_argument, NULL, O_INIT }, { "tokenizer", required_argument, NULL, O_TOK },
+        { "ref", required_argument, NULL, O_REF }, { "world", required_argument, NULL, O_WORLD },
+        { "harness", required_argument, NULL, O_HARNESS }, { "steps", required_argument, NULL, O_STEPS },
+        { "resume", no_argument, NULL, O_RESUME }, { "groups", required_argument, NULL, O_GROUPS },
+        { "group-size", required_argument, NULL, O_GSIZE }, { "hsa-mix", required_argument, NULL, O_MIX },
+        { "no-hsa", no_argument, NULL, O_NOHSA }, { "vocab", required_argument, NULL, O_VOCAB },
+        { "p-skill-id", required_argument, NULL, O_PSID }, { "p-skill-content", required_argument, NULL, O_PSC },
+        { "p-tools", required_argument, NULL, O_PTOOLS }, { "p-prompt", required_argument, NULL, O_PPROMPT },
+        { "p-hooks", required_argument, NULL, O_PHOOKS }, { "dims", required_argument, NULL, O_DIMS },
+        { "p", required_argument, NULL, O_P }, { "temperature", required_argument, NULL, O_TEMP },
+        { "top-k", required_argument, NULL, O_TOPK }, { "top-p", required_argument, NULL, O_TOPP },
+        { "max-tokens", required_argument, NULL, O_MAXTOK }, { "max-turns", required_argument, NULL, O_TURNS },
+        { "max-gen-tokens", required_argument, NULL, O_GENTOK }, { "max-context", required_argument, NULL, O_CTX },
+        { "rollout-batch", required_argument, NULL, O_RBATCH }, { "no-thinking", no_argument, NULL, O_NOTHINK },
+        { "judge-config", required_argument, NULL, O_JCFG }, { "weights", required_argument, NULL, O_WEIGHTS },
+        { "no-std-scale", no_argument, NULL, O_NOSTD }, { "gdpo", no_argument, NULL, O_GDPO },
+        { "split-segments", no_argument, NULL, O_SPLIT }, { "loss-type", required_argument, NULL, O_LOSS },
+        { "importance", required_argument, NULL, O_IMP }, { "epsilon", required_argument, NULL, O_EPS },
+        { "epsilon-high", required_argument, NULL, O_EPSH }, { "beta", required_argument, NULL, O_BETA },
+        { "epochs", required_argument, NULL, O_EPOCHS }, { "micro-batch", required_argument, NULL, O_MB },
+        { "lr", required_argument, NULL, O_LR }, { "min-lr", required_argument, NULL, O_MINLR },
+        { "warmup", required_argument, NULL, O_WARMUP }, { "schedule", required_argument, NULL, O_SCHED },
+        { "total-steps", required_argument, NULL, O_TOTAL }, { "weight-decay", required_argument, NULL, O_WD },
+        { "beta2", required_argument, NULL, O_BETA2 }, { "clip", required_argument, NULL, O_CLIP },
+        { "metrics", required_argument, NULL, O_METRICS }, { "save-every", required_argument, NULL, O_SAVE },
+        { 0 } };
+    cli_spec spec = { usage, "", longs };
+    cli_common c = { 0 };
+    const char *init = NULL, *tpath = NULL, *refp = NULL, *wpath = NULL, *hpath = NULL;
+    const char *vocab_name = "train", *dims = NULL, *jcfg = NULL, *metrics = NULL;
+    long steps = -1, save_every = 0;
+    int resume = 0, weights_set = 0, epsh_set = 0, opt;
+    double pdims = 0.5;
+    grpo_config gc;
+    grpo_config_default(&gc);
+    gc.hsa.mix = 0.5;
+    train_state s = { 0 };
+    optim_defaults(&s.opt);
+    s.opt.lr = 1e-5f;
+    s.opt.weight_decay = 0;
+    s.opt.schedule = SCHED_CONSTANT;
+    s.B = 1; s.T = 1; s.accum = 1;
+    cli_init(argc, argv);
+    while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
+        switch (opt) {
+        case O_INIT: init = optarg; break;
+        case O_TOK: tpath = optarg; break;
+        case O_REF: refp = optarg; break;
+        case O_WORLD: wpath = optarg; break;
+        case O_HARNESS: hpath = optarg; break;
+        case O_STEPS: steps = cli_long(&spec, "--steps", optarg, 0, 1L << 40); break;
+        case O_RESUME: resume = 1; break;
+        case O_GROUPS: gc.n_groups = (int)cli_long(&spec, "--groups", optarg, 1, 1 << 16); break;
+        case O_GSIZE: gc.G = (int)cli_long(&spec, "--group-size", optarg, 1, 1 << 12); break;
+        case O_MIX: gc.hsa.mix = cli_double(&spec, "--hsa-mix", optarg, 0, 1); break;
+        case O_NOHSA: gc.hsa_on = 0; break;
+        case O_VOCAB: vocab_name = optarg; break;
+        case O_PSID: gc.hsa.p[HSA_SKILL_ID] = cli_double(&spec, "--p-skill-id", optarg, 0, 1); break;
+        case O_PSC: gc.hsa.p[HSA_SKILL_CONTENT] = cli_double(&spec, "--p-skill-content", optarg, 0, 1); break;
+        case O_PTOOLS: gc.hsa.p[HSA_TOOLS] = cli_double(&spec, "--p-tools", optarg, 0, 1); break;
+        case O_PPROMPT: gc.hsa.p[HSA_PROMPT] = cli_double(&spec, "--p-prompt", optarg, 0, 1); break;
+        case O_PHOOKS: gc.hsa.p[HSA_HOOKS] = cli_double(&spec, "--p-hooks", optarg, 0, 1); break;
+        case O_DIMS: dims = optarg; break;
+        case O_P: pdims = cli_double(&spec, "--p", optarg, 0, 1); break;
+        case O_TEMP: gc.rp.temperature = (float)cli_double(&spec, "--temperature", optarg, 0, 100); break;
+        case O_TOPK: gc.rp.top_k = (int)cli_long(&spec, "--top-k", optarg, 0, 1 << 24); break;
+        case O_TOPP: gc.rp.top_p = (float)cli_double(&spec, "--top-p", optarg, 0, 1); break;
+        case O_MAXTOK: gc.rp.max_tokens = (int)cli_long(&spec, "--max-tokens", optarg, 1, 1 << 20); break;
+        case O_TURNS: gc.rp.max_turns = (int)cli_long(&spec, "--max-turns", optarg, 1, ROLLOUT_MAX_TURNS); break;
+        case O_GENTOK: gc.rp.max_gen_tokens = (int)cli_long(&spec, "--max-gen-tokens", optarg, 1, 1 << 30); break;
+        case O_CTX: gc.max_context = (int)cli_long(&spec, "--max-context", optarg, 16, 1 << 24); break;
+        case O_RBATCH: gc.rollout_batch = (int)cli_long(&spec, "--rollout-batch", optarg, 1, 1 << 16); break;
+        case O_NOTHINK: gc.rp.enable_thinking = CHAT_THINK_OFF; break;
+        case O_JCFG: jcfg = optarg; break;
+        case O_WEIGHTS:
+            if (parse_weights(optarg, gc.w)) cli_usage_error(&spec, "--weights: five non-negative numbers A,E,T,S,C");
+            weights_set = 1;
+            break;
+        case O_NOSTD: gc.std_scale = 0; break;
+        case O_GDPO: gc.gdpo = 1; break;
+        case O_SPLIT: gc.split = 1; break;
+        case O_LOSS:
+            if ((gc.loss_type = grpo_loss_parse(optarg)) < 0)
+                cli_usage_error(&spec, "--loss-type: must be grpo, bnpo, dr_grpo or dapo");
+            break;
+        case O_IMP:
+            if (strcmp(optarg, "token") && strcmp(optarg, "sequence"))
+                cli_usage_error(&spec, "--importance: must be token or sequence");
+            gc.lc.seq_level = !strcmp(optarg, "sequence");
+            break;
+        case O_EPS: gc.lc.eps_low = (float)cli_double(&spec, "--epsilon", optarg, 0, 1); break;
+        case O_EPSH: gc.lc.eps_high = (float)cli_double(&spec, "--epsilon-high", optarg, 0, 100); epsh_set = 1; break;
+        case O_BETA: gc.lc.beta = (float)cli_double(&spec, "--beta", optarg, 0, 1e3); break;
+        case O_EPOCHS: gc.epochs = (int)cli_long(&spec, "--epochs", optarg, 1, 1000); break;
+        case O_MB: gc.micro_batch = (int)cli_long(&spec, "--micro-batch", optarg, 1, 1 << 16); break;
+        case O_LR: s.opt.lr = (float)cli_double(&spec, "--lr", optarg, 0, 10); break;
+        case O_MINLR: s.opt.min_lr = (float)cli_double(&spec, "--min-lr", optarg, 0, 10); break;
+        case O_WARMUP: s.opt.warmup = (int)cli_long(&spec, "--warmup", optarg, 0, 1L << 30); break;
+        case O_SCHED:
+            if ((s.opt.schedule = optim_schedule_parse(optarg)) < 0)
+                cli_usage_error(&spec, "--schedule: must be cosine, linear or constant");
+            break;
+        case O_TOTAL: s.opt.total_steps = cli_long(&spec, "--total-steps", optarg, 1, 1L << 40); break;
+        case O_WD: s.opt.weight_decay = (float)cli_double(&spec, "--weight-decay", optarg, 0, 10); break;
+        case O_BETA2: s.opt.beta2 = (float)cli_double(&spec, "--beta2", optarg, 0, 0.999999); break;
+        case O_CLIP: s.opt.grad_clip = (float)cli_double(&spec, "--clip", optarg, 0, 1e9); break;
+        case O_METRICS: metrics = optarg; break;
+        case O_SAVE: save_every = cli_long(&spec, "--save-every", optarg, 1, 1L << 40); break;
+        }
+    }
+    if (!init || !wpath || !hpath || steps < 0)
+        cli_usage_error(&spec, "--init, --world, --harness and --steps are required");
+    if (!c.output || is_stdio_path(c.output)) cli_usage_error(&spec, "-o OUT.ckpt is required");
+    if (!epsh_set) gc.lc.eps_high = gc.lc.eps_low;
+    if (dims) {
+        const char *bad = NULL;
+        if (hsa_opts_dims(&gc.hsa, dims, pdims, &bad) < 0) cli_usage_error(&spec, "--dims: unknown dimension '%s'", bad);
+    }
+
+    int rc = 0;
+    ckpt k = { 0 }, kr = { 0 };
+    int have_ref = 0;
+    tokenizer *t = NULL;
+    world *w = NULL;
+    json_t *h0 = NULL, *tasks = NULL, *jconf = NULL;
+    judge *jd = NULL;
+    hsa_vocab *vocab = NULL;
+    grpo *g = NULL;
+    hat_out *mo = NULL;
+    char *err = NULL;
+    if (ckpt_load(&k, init)) return EXIT_FAIL;
+    model *m = k.m;
+    if (resume) {
+        if (!k.state || !k.opt_m || !json_object_get(k.state, "grpo")) {
+            hat_errat(init, 0, "--resume: checkpoint has no grpo-step trainer state");
+            rc = -1;
+            goto out;
+        }
+        if (train_state_parse(&s, k.state, init) ||
+            grpo_config_parse(&gc, json_object_get(k.state, "grpo"), init)) { rc = -1; goto out; }
+        weights_set = 1;
+    } else {
+        if (!s.opt.total_steps) s.opt.total_steps = steps;
+        s.seed = c.seed;
+        rng_seed(&s.rng, c.seed);
+        free(k.opt_m);
+        free(k.opt_v);
+        k.opt_m = xcalloc(m->n_floats, sizeof(float));
+        k.opt_v = xcalloc(m->n_floats, sizeof(float));
+    }
+    if (gc.lc.beta != 0 && !refp) { hat_errat(init, 0, "--beta > 0 needs --ref CKPT"); rc = -1; goto out; }
+    if (gc.lc.beta != 0) {
+        if (ckpt_load(&kr, refp)) { rc = -1; goto out; }
+        have_ref = 1;
+    }
+    if (!(t = load_tokenizer(&k, init, tpath))) { rc = -1; goto out; }
+    if (!(w = world_load(wpath))) { rc = -1; goto out; }
+    if (!(h0 = harness_load(hpath))) { rc = -1; goto out; }
+    if (!(tasks = load_tasks(argc - optind, argv + optind, c.skip_bad))) { rc = -1; goto out; }
+    if (jcfg && !(jconf = json_load_path(jcfg))) { rc = -1; goto out; }
+    if (!(jd = judge_new(w, jconf, &err))) { hat_errat(jcfg ? jcfg : "judge", 0, "%s", err); rc = -1; goto out; }
+    if (!weights_set) {
+        json_t *jw = json_object_get(judge_config(jd), "weights");
+        for (int i = 0; i < JUDGE_NCOMP; i++) {
+            json_t *v = json_object_get(jw, judge_comp_names[i]);
+            if (json_is_number(v)) gc.w[i] = json_number_value(v);
+        }
+    }
+    if (gc.hsa_on && !(vocab = hsa_vocab_load(vocab_name))) { rc = -1; goto out; }
+    if (!(g = grpo_new(&gc, m, have_ref ? kr.m : NULL, t, w, jd, tasks, h0, vocab, &err))) {
+        hat_errat(init, 0, "%s", err);
+        rc = -1;
+        goto out;
+    }
+    if (metrics && !(mo = out_open(metrics))) { rc = -1; goto out; }
+
+    int tty = isatty(2);
+    long end = s.step + steps;
+    while (s.step < end && !rc) {
+        grpo_metrics M;
+        if (grpo_step(g, &s, k.opt_m, k.opt_v, &M, &err)) { hat_errat(init, 0, "%s", err); rc = -1; break; }
+        if (mo) {
+            json_t *j = grpo_metrics_json(&M, s.step);
+            rc = out_json(mo, j);
+            json_decref(j);
+        }
+        if (tty)
+            fprintf(stderr, "\rstep %ld/%ld  reward %.3f  kl %.4f  clip %.3f  gen %.1fs score %.1fs opt %.1fs   ",
+                    s.step, end, M.reward_mean, M.kl, M.clip_frac, M.t_gen, M.t_score, M.t_opt);
+        if (save_every && s.step % save_every == 0 && s.step < end) rc = save(&k, &s, &gc, c.output);
+    }
+    if (tty) fputc('\n', stderr);
+    if (mo) { if (rc) out_abort(mo); else rc = out_close(mo); mo = NULL; }
+    if (!rc) rc = save(&k, &s, &gc, c.output);
+out:
+    if (mo) out_abort(mo);
+    grpo_free(g);
+    hsa_vocab_free(vocab);
+    judge_free(jd);
+    json_decref(jconf);
+    json_decref(tasks);
+    json_decref(h0);
+    world_free(w);
+    tok_free(t);
+    free(err);
+    if (have_ref) ckpt_free(&kr);
+    ckpt_free(&k);
+    return rc ? EXIT_FAIL : EXIT_OK;
+}

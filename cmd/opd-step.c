@@ -1,0 +1,220 @@
+/* opd-step — on-policy distillation of a student checkpoint towards a
+ * frozen teacher on general instructions: N steps per invocation, exact
+ * resume from the trainer state stored in the output checkpoint. */
+#include "chat.h"
+#include "ckpt.h"
+#include "cli.h"
+#include "jsonl.h"
+#include "opd.h"
+#include "util.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char usage[] =
+    "usage: opd-step --init CKPT --teacher CKPT --steps N [options] -o OUT.ckpt [PROMPTS.jsonl...]\n"
+    "On-policy distillation: the student samples --samples completions of each\n"
+    "prompt (general-gen records; the first user message), the teacher scores every\n"
+    "completion token, and the student follows the per-token reverse KL.\n"
+    "  --init CKPT        student checkpoint (with tokenizer.json)\n"
+    "  --teacher CKPT     frozen teacher (e.g. the base model); same tokenizer\n"
+    "  --steps N          steps to take in this run (required)\n"
+    "  --resume           continue the run stored in --init (options below ignored)\n"
+    "  --prompts-per-step N  prompts per step (default 8)\n"
+    "  --samples K        completions per prompt (default 4)\n"
+    "  --temperature X    sampling temperature (default 1)\n"
+    "  --top-k N  --top-p X\n"
+    "  --max-tokens N     completion tokens at most (default 128)\n"
+    "  --kl MODE          full (reverse KL over the vocabulary, default) | sampled\n"
+    "                     (the sampled token's log-ratio as a per-token advantage)\n"
+    "  --micro-batch N    sequences per forward pass (default 8)\n"
+    "  --no-thinking      enable_thinking=false in the generation prompt\n"
+    "optimiser (as sft-step): --lr X (1e-4) --min-lr X --warmup N --schedule S\n"
+    "  (constant) --total-steps N --weight-decay X (0) --beta2 X --clip X (1)\n"
+    "  --metrics FILE     append one JSON line per step\n"
+    "  --save-every K     also write -o every K steps\n"
+    "  --seed N           prompt order and sampling seed (default 1)\n"
+    "  --skip-bad         skip malformed prompt lines\n"
+    "  -o FILE            output checkpoint (required)\n";
+
+enum { O_INIT = 1, O_TEACHER, O_STEPS, O_RESUME, O_PPS, O_SAMPLES, O_TEMP, O_TOPK, O_TOPP,
+       O_MAXTOK, O_KL, O_MB, O_NOTHINK, O_LR, O_MINLR, O_WARMUP, O_SCHED, O_TOTAL, O_WD,
+       O_BETA2, O_CLIP, O_METRICS, O_SAVE };
+
+static json_t *load_prompts(int n, char **paths, int skip_bad)
+{
+    json_t *all = json_array();
+    long bad = 0;
+    for (int i = 0; i < (n ? n : 1); i++) {
+        jsonl_reader *r = jsonl_open(n ? paths[i] : "-", skip_bad);
+        if (!r) { json_decref(all); return NULL; }
+        json_t *v;
+        int rc;
+        while ((rc = jsonl_next(r, &v)) == 1) {
+            if (!json_is_array(json_object_get(v, "messages"))) {
+                hat_errat(jsonl_name(r), jsonl_line(r), "need \"messages\": an array with a user message");
+                json_decref(v);
+                if (!skip_bad) { rc = -1; break; }
+                bad++;
+                continue;
+            }
+            json_array_append_new(all, v);
+        }
+        if (jsonl_close(r) || rc < 0) { json_decref(all); return NULL; }
+    }
+    if (bad) hat_warn("skipped %ld bad prompts", bad);
+    if (!json_array_size(all)) { hat_errat(n ? paths[0] : "-", 0, "no prompts"); json_decref(all); return NULL; }
+    return all;
+}
+
+static int save(ckpt *k, const train_state *s, const opd_config *oc, const char *path)
+{
+    json_decref(k->state);
+    k->state = train_state_json(s);
+    json_object_set_new(k->state, "opd", opd_config_json(oc));
+    model_release_acts(k->m);
+    return ckpt_save(k, path, ST_F32);
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longs[] = {
+        { "init", required_argument, NULL, O_INIT }, { "teacher", required_argument, NULL, O_TEACHER },
+        { "steps", required_argument, NULL, O_STEPS }, { "resume", no_argument, NULL, O_RESUME },
+        { "prompts-per-step", required_argument, NULL, O_PPS }, { "samples", required_argument, NULL, O_SAMPLES },
+        { "temperature", required_argument, NULL, O_TEMP }, { "top-k", required_argument, NULL, O_TOPK },
+        { "top-p", required_argument, NULL, O_TOPP }, { "max-tokens", required_argument, NULL, O_MAXTOK },
+        { "kl", required_argument, NULL, O_KL }, { "micro-batch", required_argument, NULL, O_MB },
+        { "no-thinking", no_argument, NULL, O_NOTHINK }, { "lr", required_argument, NULL, O_LR },
+        { "min-lr", required_argument, NULL, O_MINLR }, { "warmup", required_argument, NULL, O_WARMUP },
+        { "schedule", required_argument, NULL, O_SCHED }, { "total-steps", required_argument, NULL, O_TOTAL },
+        { "weight-decay", required_argument, NULL, O_WD }, { "beta2", required_argument, NULL, O_BETA2 },
+        { "clip", required_argument, NULL, O_CLIP }, { "metrics", required_argument, NULL, O_METRICS },
+        { "save-every", required_argument, NULL, O_SAVE }, { 0 } };
+    cli_spec spec = { usage, "", longs };
+    cli_common c = { 0 };
+    const char *init = NULL, *teacher = NULL, *metrics = NULL;
+    long steps = -1, save_every = 0;
+    int resume = 0, opt;
+    opd_config oc;
+    opd_config_default(&oc);
+    train_state s = { 0 };
+    optim_defaults(&s.opt);
+    s.opt.lr = 1e-4f;
+    s.opt.weight_decay = 0;
+    s.opt.schedule = SCHED_CONSTANT;
+    s.B = 1; s.T = 1; s.accum = 1;
+    cli_init(argc, argv);
+    while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
+        switch (opt) {
+        case O_INIT: init = optarg; break;
+        case O_TEACHER: teacher = optarg; break;
+        case O_STEPS: steps = cli_long(&spec, "--steps", optarg, 0, 1L << 40); break;
+        case O_RESUME: resume = 1; break;
+        case O_PPS: oc.n_prompts = (int)cli_long(&spec, "--prompts-per-step", optarg, 1, 1 << 16); break;
+        case O_SAMPLES: oc.K = (int)cli_long(&spec, "--samples", optarg, 1, 1 << 12); break;
+        case O_TEMP: oc.temperature = (float)cli_double(&spec, "--temperature", optarg, 0, 100); break;
+        case O_TOPK: oc.top_k = (int)cli_long(&spec, "--top-k", optarg, 0, 1 << 24); break;
+        case O_TOPP: oc.top_p = (float)cli_double(&spec, "--top-p", optarg, 0, 1); break;
+        case O_MAXTOK: oc.max_tokens = (int)cli_long(&spec, "--max-tokens", optarg, 1, 1 << 20); break;
+        case O_KL:
+            if (strcmp(optarg, "full") && strcmp(optarg, "sampled"))
+                cli_usage_error(&spec, "--kl: must be full or sampled");
+            oc.full = !strcmp(optarg, "full");
+            break;
+        case O_MB: oc.micro_batch = (int)cli_long(&spec, "--micro-batch", optarg, 1, 1 << 16); break;
+        case O_NOTHINK: oc.enable_thinking = CHAT_THINK_OFF; break;
+        case O_LR: s.opt.lr = (float)cli_double(&spec, "--lr", optarg, 0, 10); break;
+        case O_MINLR: s.opt.min_lr = (float)cli_double(&spec, "--min-lr", optarg, 0, 10); break;
+        case O_WARMUP: s.opt.warmup = (int)cli_long(&spec, "--warmup", optarg, 0, 1L << 30); break;
+        case O_SCHED:
+            if ((s.opt.schedule = optim_schedule_parse(optarg)) < 0)
+                cli_usage_error(&spec, "--schedule: must be cosine, linear or constant");
+            break;
+        case O_TOTAL: s.opt.total_steps = cli_long(&spec, "--total-steps", optarg, 1, 1L << 40); break;
+        case O_WD: s.opt.weight_decay = (float)cli_double(&spec, "--weight-decay", optarg, 0, 10); break;
+        case O_BETA2: s.opt.beta2 = (float)cli_double(&spec, "--beta2", optarg, 0, 0.999999); break;
+        case O_CLIP: s.opt.grad_clip = (float)cli_double(&spec, "--clip", optarg, 0, 1e9); break;
+        case O_METRICS: metrics = optarg; break;
+        case O_SAVE: save_every = cli_long(&spec, "--save-every", optarg, 1, 1L << 40); break;
+        }
+    }
+    if (!init || !teacher || steps < 0) cli_usage_error(&spec, "--init, --teacher and --steps are required");
+    if (!c.output || is_stdio_path(c.output)) cli_usage_error(&spec, "-o OUT.ckpt is required");
+
+    int rc = 0, have_t = 0;
+    ckpt k = { 0 }, kt = { 0 };
+    tokenizer *tok = NULL;
+    json_t *prompts = NULL;
+    opd *o = NULL;
+    hat_out *mo = NULL;
+    char *err = NULL;
+    if (ckpt_load(&k, init)) return EXIT_FAIL;
+    model *m = k.m;
+    if (resume) {
+        if (!k.state || !k.opt_m || !json_object_get(k.state, "opd")) {
+            hat_errat(init, 0, "--resume: checkpoint has no opd-step trainer state");
+            rc = -1;
+            goto out;
+        }
+        if (train_state_parse(&s, k.state, init) ||
+            opd_config_parse(&oc, json_object_get(k.state, "opd"), init)) { rc = -1; goto out; }
+    } else {
+        if (!s.opt.total_steps) s.opt.total_steps = steps;
+        s.seed = c.seed;
+        rng_seed(&s.rng, c.seed);
+        free(k.opt_m);
+        free(k.opt_v);
+        k.opt_m = xcalloc(m->n_floats, sizeof(float));
+        k.opt_v = xcalloc(m->n_floats, sizeof(float));
+    }
+    if (ckpt_load(&kt, teacher)) { rc = -1; goto out; }
+    have_t = 1;
+    if ((err = opd_check_tokenizers(k.tokenizer, k.tokenizer_len, kt.tokenizer, kt.tokenizer_len, m, kt.m))) {
+        hat_errat(teacher, 0, "%s", err);
+        rc = -1;
+        goto out;
+    }
+    {
+        json_t *j = json_parse_named(k.tokenizer, k.tokenizer_len, "tokenizer.json");
+        tok = j ? tok_from_json(j, &err) : NULL;
+        if (j && !tok) hat_errat(init, 0, "tokenizer.json: %s", err);
+        json_decref(j);
+        if (!tok) { rc = -1; goto out; }
+    }
+    if (!(prompts = load_prompts(argc - optind, argv + optind, c.skip_bad))) { rc = -1; goto out; }
+    if (!(o = opd_new(&oc, m, kt.m, tok, prompts, &err))) {
+        hat_errat(optind < argc ? argv[optind] : "-", 0, "%s", err);
+        rc = -1;
+        goto out;
+    }
+    if (metrics && !(mo = out_open(metrics))) { rc = -1; goto out; }
+    int tty = isatty(2);
+    long end = s.step + steps;
+    while (s.step < end && !rc) {
+        opd_metrics M;
+        if (opd_step(o, &s, k.opt_m, k.opt_v, &M, &err)) { hat_errat(init, 0, "%s", err); rc = -1; break; }
+        if (mo) {
+            json_t *j = opd_metrics_json(&M, s.step);
+            rc = out_json(mo, j);
+            json_decref(j);
+        }
+        if (tty)
+            fprintf(stderr, "\rstep %ld/%ld  kl %.4f  len %.1f  gen %.1fs opt %.1fs   ", s.step, end,
+                    oc.full ? M.kl : M.kl_sampled, M.completion_len, M.t_gen, M.t_opt);
+        if (save_every && s.step % save_every == 0 && s.step < end) rc = save(&k, &s, &oc, c.output);
+    }
+    if (tty) fputc('\n', stderr);
+    if (mo) { if (rc) out_abort(mo); else rc = out_close(mo); mo = NULL; }
+    if (!rc) rc = save(&k, &s, &oc, c.output);
+out:
+    if (mo) out_abort(mo);
+    opd_free(o);
+    json_decref(prompts);
+    tok_free(tok);
+    free(err);
+    if (have_t) ckpt_free(&kt);
+    ckpt_free(&k);
+    return rc ? EXIT_FAIL : EXIT_OK;
+}

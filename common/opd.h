@@ -1,0 +1,82 @@
+/* opd.h — on-policy distillation (General OPD, DESIGN §1 stage 2): the
+ * student samples K completions per prompt with the shared decoding
+ * engine, a frozen teacher scores every completion token, and the loss
+ * pulls the student towards the teacher by the per-token reverse KL.
+ *
+ * Per completion position (the distribution that predicts completion
+ * token y, student logits z_s, teacher logits z_t, p = softmax):
+ *   full     KL = sum_v p_s,v (log p_s,v - log p_t,v)
+ *            d KL / d z_s,k = p_s,k (log p_s,k - log p_t,k - KL)
+ *   sampled  a = log p_s(y) - log p_t(y), the one-sample estimate of KL;
+ *            loss = -A log p_s(y) with the advantage A = -a held fixed,
+ *            d / d z_s = -A (onehot(y) - p_s)
+ * and the step's loss is the mean over all completion tokens of the step.
+ * Prompts are general-gen records (man 5 general.jsonl): the messages up to
+ * and including the first user message, rendered with the generation
+ * prompt.  Prompt i of the data order draws completions from the streams
+ * i * K + k. */
+#ifndef HAT_OPD_H
+#define HAT_OPD_H
+
+#include <jansson.h>
+
+#include "model.h"
+#include "tokenizer.h"
+#include "train.h"
+
+typedef struct {
+    int   n_prompts, K;      /* prompts per step, completions per prompt */
+    float temperature;
+    int   top_k;
+    float top_p;
+    int   max_tokens;        /* completion tokens at most */
+    int   full;              /* 1 = full-vocabulary KL, 0 = sampled-token form */
+    int   micro_batch;       /* sequences per forward pass */
+    int   enable_thinking;   /* CHAT_THINK_* */
+} opd_config;
+
+void    opd_config_default(opd_config *c);
+json_t *opd_config_json(const opd_config *c);
+int     opd_config_parse(opd_config *c, const json_t *j, const char *name);
+
+/* KL rows: for each of N rows with tgt[n] >= 0, the student's and the
+ * teacher's logits (V each).  Returns the sum of the per-row KL (full) or
+ * of a (sampled); with ds set, writes scale * d loss / d z_s into ds
+ * (rows with tgt < 0 get 0; ds may alias zs). */
+double opd_kl_rows(float *ds, const float *zs, const float *zt, const int *tgt, int N, int V,
+                   int full, float scale);
+
+/* 0 when the two checkpoints' tokenizer.json say the same (compared as
+ * JSON) and the vocabularies agree; else a message (malloc'd). */
+char   *opd_check_tokenizers(const char *student_tok, size_t sn, const char *teacher_tok,
+                             size_t tn, const model *s, const model *t);
+
+typedef struct {
+    double kl;               /* mean per completion token (the loss, full) */
+    double kl_sampled;       /* mean of log p_s(y) - log p_t(y) */
+    double completion_len;
+    double ifeval_pass;      /* prompt-level strict, over samples whose prompt has
+                                instructions; -1 when none had */
+    long   samples, stopped, gen_tokens, train_tokens;
+    double grad_norm;
+    float  lr;
+    double t_gen, t_opt;
+} opd_metrics;
+
+typedef struct opd opd;
+
+/* student and teacher borrowed (teacher's weights never written);
+ * prompts an array of records.  NULL with *err on a prompt that cannot be
+ * rendered (naming its index). */
+opd  *opd_new(const opd_config *c, model *student, model *teacher, const tokenizer *t,
+              const json_t *prompts, char **err);
+void  opd_free(opd *o);
+/* One step: s->data_pos advances by n_prompts, s->step by 1. */
+int   opd_step(opd *o, train_state *s, float *exp_avg, float *exp_avg_sq, opd_metrics *M, char **err);
+json_t *opd_metrics_json(const opd_metrics *M, long step);
+/* Mean per-token full KL(student || teacher) over completions the student
+ * samples for prompts first..first+n-1 (K each, streams from stream0);
+ * no update. */
+double opd_eval_kl(opd *o, uint64_t seed, long first, int n, uint64_t stream0);
+
+#endif
