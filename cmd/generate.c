@@ -8,6 +8,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 static const char usage[] =
     "usage: generate --ckpt CKPT [options] [PROMPTS.jsonl]\n"
@@ -21,12 +22,17 @@ static const char usage[] =
     "  --stop ID          stop at this token id (repeatable); config eos_token_id\n"
     "                     stops too\n"
     "  --batch N          sequences decoded together (default 16)\n"
+    "  --mtp K            speculative decoding: the checkpoint's MTP module drafts\n"
+    "                     up to K tokens per step, the model verifies them (greedy\n"
+    "                     output is unchanged); default 0 = off\n"
+    "  --stats            a last line {\"stats\":{...}} on stderr: steps, drafted,\n"
+    "                     accepted, acceptance, tokens per second\n"
     "  --logprobs         add \"logprobs\": log p of each generated token\n"
     "  --seed N           sampling seed (default 1); prompt i uses stream i\n"
     "  --skip-bad         skip malformed prompt lines\n"
     "  -o FILE            output (default stdout)\n";
 
-enum { O_CKPT = 1, O_MAX, O_TEMP, O_TOPK, O_TOPP, O_STOP, O_BATCH, O_LOGP };
+enum { O_CKPT = 1, O_MAX, O_TEMP, O_TOPK, O_TOPP, O_STOP, O_BATCH, O_LOGP, O_MTP, O_STATS };
 
 typedef struct { json_t *in; int *ids; int n; json_t *out; } job;
 
@@ -48,18 +54,43 @@ static json_t *finish(gen_engine *e, int slot, job *j, int logprobs)
     return o;
 }
 
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* The engine's counters as one JSON line on stderr. */
+static void print_stats(gen_engine *e, double secs)
+{
+    gen_stats s = gen_get_stats(e);
+    json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f}", "steps", (json_int_t)s.steps,
+        "rows", (json_int_t)s.rows, "generated", (json_int_t)s.generated,
+        "drafted", (json_int_t)s.drafted, "accepted", (json_int_t)s.accepted,
+        "acceptance", s.drafted ? (double)s.accepted / s.drafted : 0.0,
+        "tokens_per_step", s.verify_steps ? (double)(s.accepted + s.verify_steps) / s.verify_steps : 1.0,
+        "seconds", secs, "tokens_per_s", secs > 0 ? s.generated / secs : 0.0);
+    json_t *w = json_pack("{s:o}", "stats", o);
+    char *t = json_dumps(w, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    fprintf(stderr, "%s\n", t);
+    free(t);
+    json_decref(w);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option longs[] = {
         { "ckpt", required_argument, NULL, O_CKPT },  { "max-tokens", required_argument, NULL, O_MAX },
         { "temperature", required_argument, NULL, O_TEMP }, { "top-k", required_argument, NULL, O_TOPK },
         { "top-p", required_argument, NULL, O_TOPP }, { "stop", required_argument, NULL, O_STOP },
-        { "batch", required_argument, NULL, O_BATCH }, { "logprobs", no_argument, NULL, O_LOGP }, { 0 } };
+        { "batch", required_argument, NULL, O_BATCH }, { "logprobs", no_argument, NULL, O_LOGP },
+        { "mtp", required_argument, NULL, O_MTP }, { "stats", no_argument, NULL, O_STATS }, { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
     const char *path = NULL;
     gen_params p = { .temperature = 0, .top_k = 0, .top_p = 1, .max_tokens = 64, .eos = -1 };
-    int stops[64], n_stop = 0, batch = 16, logprobs = 0, opt;
+    int stops[64], n_stop = 0, batch = 16, logprobs = 0, stats = 0, opt;
     cli_init(argc, argv);
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
         switch (opt) {
@@ -74,6 +105,8 @@ int main(int argc, char **argv)
             break;
         case O_BATCH: batch = (int)cli_long(&spec, "--batch", optarg, 1, 4096); break;
         case O_LOGP: logprobs = 1; break;
+        case O_MTP: p.mtp_k = (int)cli_long(&spec, "--mtp", optarg, 0, GEN_MTP_MAX); break;
+        case O_STATS: stats = 1; break;
         }
     }
     if (!path) cli_usage_error(&spec, "--ckpt is required");
@@ -82,6 +115,11 @@ int main(int argc, char **argv)
     ckpt k;
     if (ckpt_load(&k, path)) return EXIT_FAIL;
     const model_config *cfg = &k.m->cfg;
+    if (p.mtp_k > 0 && !cfg->n_mtp) {
+        hat_errat(path, 0, "--mtp needs a checkpoint with an MTP module (num_nextn_predict_layers 1)");
+        ckpt_free(&k);
+        return EXIT_FAIL;
+    }
     p.eos = cfg->eos_token_id;
     p.stop_ids = stops;
     p.n_stop = n_stop;
@@ -126,6 +164,7 @@ int main(int argc, char **argv)
     long *slot_job = xmalloc(batch * sizeof(long));
     for (int s = 0; s < batch; s++) slot_job[s] = -1;
     long next = 0, emitted = 0;
+    double t0 = now();
     int live = 0;
     rc = 0;
     while ((next < nj || live) && !rc) {
@@ -149,6 +188,7 @@ int main(int argc, char **argv)
             json_decref(jobs[emitted].out);
         }
     }
+    if (stats) print_stats(e, now() - t0);
     for (long i = 0; i < nj; i++) {
         json_decref(jobs[i].in);
         free(jobs[i].ids);

@@ -1,6 +1,15 @@
-/* generate.c — KV-cache decoding with batched prefill and continuous
- * batching (see generate.h).  Rows of all running sequences go through
- * the same matmuls; attention reads each row's own cache. */
+/* generate.c — KV-cache decoding with batched prefill, continuous
+ * batching, cache reuse across turns and prompts, and MTP speculative
+ * decoding (see generate.h).  Rows of all running sequences go through
+ * the same row-invariant kernels; attention reads each row's own cache.
+ *
+ * A sequence's tokens: toks[0, len) have K/V in the cache, toks[len, ntok)
+ * are queued for the next step (at least one: the last sampled token, or
+ * a prompt), draft[0, nd) are MTP drafts for positions ntok, ntok+1, ...
+ * The MTP block's cache holds positions [0, mlen); position s needs the
+ * main model's final hidden state at s and the token at s+1, so it is
+ * filled right after the step that cached s, while those states are
+ * still in the row buffers. */
 #include "generate.h"
 #include "kernels.h"
 #include "util.h"
@@ -11,26 +20,35 @@
 #include <string.h>
 
 typedef struct {
-    int        active, status, pending;   /* pending: prompt tokens not yet run */
-    int        len;                       /* tokens in the cache */
-    int       *toks;                      /* prompt + generated, max_len */
-    int        n_prompt, n_out;
-    float     *logprobs;
+    int        active, status;
+    int        len, ntok, mlen;
+    int       *toks;                      /* (max_len) */
+    int        n_prompt, n_out;           /* output = toks[n_prompt, n_prompt + n_out) */
+    float     *logprobs;                  /* (max_len) */
     float     *kc, *vc;                   /* (L, max_len, KV*D) */
+    float     *mkc, *mvc;                 /* (max_len, KV*D) MTP block; NULL without MTP */
+    int        nd, draft[GEN_MTP_MAX];
+    float     *dq;                        /* (GEN_MTP_MAX, V) draft distributions (sampling) */
     gen_params p;
     rng_t      rng;
-    int        last;                      /* row of its last token in this step */
+    int        len0, row0, lrow0;         /* this step: len before, first row, first logits row */
+    int        mrow;                      /* MTP row whose output feeds the next chained draft */
+    int        wait;                      /* slot whose queued prefix this one copies once computed, or -1 */
 } gen_seq;
 
 struct gen_engine {
     const model *m;
-    int   max_seqs, max_len, cap_rows;
+    int   max_seqs, max_len, cap_rows, cap_logits, has_mtp, prefix_reuse;
     gen_seq *seq;
-    /* row buffers, sized for cap_rows */
-    int   *tok, *pos, *slot;
-    float *x, *ln, *q, *k, *v, *att, *gate, *up, *rstd, *scratch;
-    float *logits, *lnrow, *sample_scratch;
-    int   *last_rows, *last_slots;           /* (max_seqs) */
+    gen_stats st;
+    /* row buffers, sized for cap_rows (main and MTP passes share them) */
+    int   *tok, *pos, *slot, *nctx;
+    float **kcp, **vcp;
+    float *x, *ln, *q, *k, *v, *att, *gate, *up;
+    float *mh, *mcat, *mx;                  /* MTP: hidden in, [emb ; hidden], block residual */
+    float *att_scratch;
+    float *logits, *lnrow;                  /* (cap_logits, V) (cap_logits, C) */
+    float *pdist, *sample_scratch;          /* (V) (2V) */
 };
 
 static void ensure_rows(gen_engine *e, int R)
@@ -39,13 +57,24 @@ static void ensure_rows(gen_engine *e, int R)
     const model_config *c = &e->m->cfg;
     size_t C = c->hidden_size, I = c->intermediate_size, HD = (size_t)c->n_heads * c->head_dim;
     size_t KD = (size_t)c->n_kv_heads * c->head_dim;
+    R = R > 2 * e->cap_rows ? R : 2 * e->cap_rows;
     e->cap_rows = R;
 #define GROW(p, n) (p = xrealloc(p, (n) * sizeof *p))
-    GROW(e->tok, R); GROW(e->pos, R); GROW(e->slot, R);
+    GROW(e->tok, R); GROW(e->pos, R); GROW(e->slot, R); GROW(e->nctx, R);
+    GROW(e->kcp, R); GROW(e->vcp, R);
     GROW(e->x, R * C); GROW(e->ln, R * C); GROW(e->q, R * HD); GROW(e->k, R * KD);
     GROW(e->v, R * KD); GROW(e->att, R * HD); GROW(e->gate, R * I); GROW(e->up, R * I);
-    GROW(e->rstd, R * c->n_heads);
+    if (e->has_mtp) { GROW(e->mh, R * C); GROW(e->mcat, R * 2 * C); GROW(e->mx, R * C); }
 #undef GROW
+}
+
+static void ensure_logits(gen_engine *e, int n)
+{
+    if (n <= e->cap_logits) return;
+    const model_config *c = &e->m->cfg;
+    e->cap_logits = n;
+    e->logits = xrealloc(e->logits, (size_t)n * c->vocab_size * sizeof(float));
+    e->lnrow = xrealloc(e->lnrow, (size_t)n * c->hidden_size * sizeof(float));
 }
 
 gen_engine *gen_new(const model *m, int max_seqs, int max_len)
@@ -55,21 +84,26 @@ gen_engine *gen_new(const model *m, int max_seqs, int max_len)
     e->m = m;
     e->max_seqs = max_seqs;
     e->max_len = max_len;
+    e->has_mtp = c->n_mtp > 0 && m->w.mtp_fc;
+    e->prefix_reuse = 1;
     e->seq = xcalloc(max_seqs, sizeof *e->seq);
-    size_t cache = (size_t)c->n_layers * max_len * c->n_kv_heads * c->head_dim;
+    size_t KD = (size_t)c->n_kv_heads * c->head_dim, cache = (size_t)c->n_layers * max_len * KD;
     for (int i = 0; i < max_seqs; i++) {
-        e->seq[i].toks = xmalloc(max_len * sizeof(int));
-        e->seq[i].logprobs = xmalloc(max_len * sizeof(float));
-        e->seq[i].kc = xmalloc(cache * sizeof(float));
-        e->seq[i].vc = xmalloc(cache * sizeof(float));
+        gen_seq *s = &e->seq[i];
+        s->toks = xmalloc(max_len * sizeof(int));
+        s->logprobs = xmalloc(max_len * sizeof(float));
+        s->kc = xmalloc(cache * sizeof(float));
+        s->vc = xmalloc(cache * sizeof(float));
+        if (e->has_mtp) {
+            s->mkc = xmalloc(max_len * KD * sizeof(float));
+            s->mvc = xmalloc(max_len * KD * sizeof(float));
+            s->dq = xmalloc((size_t)GEN_MTP_MAX * c->vocab_size * sizeof(float));
+        }
     }
-    /* attention scores: one (H, max_len) block per thread */
-    e->scratch = xmalloc((size_t)omp_get_max_threads() * c->n_heads * max_len * sizeof(float));
-    e->logits = xmalloc((size_t)max_seqs * c->vocab_size * sizeof(float));
-    e->lnrow = xmalloc((size_t)max_seqs * c->hidden_size * sizeof(float));
+    e->att_scratch = xmalloc(attention_rows_scratch(max_len, c->n_heads, c->n_kv_heads) * sizeof(float));
+    e->pdist = xmalloc((size_t)c->vocab_size * sizeof(float));
     e->sample_scratch = xmalloc(2 * (size_t)c->vocab_size * sizeof(float));
-    e->last_rows = xcalloc(max_seqs, sizeof(int));
-    e->last_slots = xcalloc(max_seqs, sizeof(int));
+    ensure_logits(e, max_seqs);
     model_rope_ensure((model *)m, max_len);
     return e;
 }
@@ -78,39 +112,23 @@ void gen_free(gen_engine *e)
 {
     if (!e) return;
     for (int i = 0; i < e->max_seqs; i++) {
-        free(e->seq[i].toks); free(e->seq[i].logprobs); free(e->seq[i].kc); free(e->seq[i].vc);
+        gen_seq *s = &e->seq[i];
+        free(s->toks); free(s->logprobs); free(s->kc); free(s->vc);
+        free(s->mkc); free(s->mvc); free(s->dq);
     }
     free(e->seq);
-    free(e->tok); free(e->pos); free(e->slot); free(e->x); free(e->ln); free(e->q); free(e->k);
-    free(e->v); free(e->att); free(e->gate); free(e->up); free(e->rstd); free(e->scratch);
-    free(e->logits); free(e->lnrow); free(e->sample_scratch);
-    free(e->last_rows); free(e->last_slots);
+    free(e->tok); free(e->pos); free(e->slot); free(e->nctx); free(e->kcp); free(e->vcp);
+    free(e->x); free(e->ln); free(e->q); free(e->k); free(e->v); free(e->att); free(e->gate);
+    free(e->up); free(e->mh); free(e->mcat); free(e->mx); free(e->att_scratch);
+    free(e->logits); free(e->lnrow); free(e->pdist); free(e->sample_scratch);
     free(e);
 }
 
-int gen_add(gen_engine *e, const int *prompt, int n, const gen_params *p,
-            uint64_t seed, uint64_t stream)
-{
-    if (n < 1 || n >= e->max_len) return -1;
-    for (int i = 0; i < e->max_seqs; i++) {
-        gen_seq *s = &e->seq[i];
-        if (s->active) continue;
-        s->active = 1;
-        s->status = GEN_RUNNING;
-        s->pending = n;
-        s->len = 0;
-        s->n_prompt = n;
-        s->n_out = 0;
-        memcpy(s->toks, prompt, n * sizeof(int));
-        s->p = *p;
-        rng_derive(&s->rng, seed, stream);
-        if (p->max_tokens <= 0) s->status = GEN_LENGTH;
-        return i;
-    }
-    return -1;
-}
+/* ------------------------------------------------------------ sequences */
 
-void gen_remove(gen_engine *e, int slot) { e->seq[slot].active = 0; }
+void gen_set_prefix_reuse(gen_engine *e, int on) { e->prefix_reuse = on; }
+gen_stats gen_get_stats(const gen_engine *e) { return e->st; }
+void gen_remove(gen_engine *e, int slot) { e->seq[slot].active = 0; e->seq[slot].nd = 0; }
 int gen_status(const gen_engine *e, int slot) { return e->seq[slot].status; }
 
 const int *gen_output(const gen_engine *e, int slot, int *n)
@@ -121,136 +139,224 @@ const int *gen_output(const gen_engine *e, int slot, int *n)
 
 const float *gen_logprobs(const gen_engine *e, int slot) { return e->seq[slot].logprobs; }
 
-/* Forward all rows (tok/pos/slot filled); leaves final hidden rows in x. */
-static void forward_rows(gen_engine *e, int R)
+const int *gen_context(const gen_engine *e, int slot, int *n)
+{
+    *n = e->seq[slot].ntok;
+    return e->seq[slot].toks;
+}
+
+/* New parameters and RNG for the tokens queued in s. */
+static void start(gen_seq *s, const gen_params *p, uint64_t seed, uint64_t stream)
+{
+    s->active = 1;
+    s->status = p->max_tokens > 0 ? GEN_RUNNING : GEN_LENGTH;
+    s->n_prompt = s->ntok;
+    s->n_out = 0;
+    s->nd = 0;
+    s->p = *p;
+    s->wait = -1;
+    if (s->p.mtp_k > GEN_MTP_MAX) s->p.mtp_k = GEN_MTP_MAX;
+    rng_derive(&s->rng, seed, stream);
+}
+
+/* Cached tokens of slot i that prefix ids[0, n-1): at least one token of
+ * a prompt stays queued, for its logits. */
+static int common_prefix(const gen_seq *s, const int *ids, int n)
+{
+    int k = 0, lim = s->len < n - 1 ? s->len : n - 1;
+    while (k < lim && s->toks[k] == ids[k]) k++;
+    return k;
+}
+
+/* Copy K/V rows [0, n) (and MTP rows [0, nm)) of src into dst. */
+static void copy_cache(gen_engine *e, gen_seq *dst, const gen_seq *src, int n, int nm)
+{
+    const model_config *c = &e->m->cfg;
+    size_t KD = (size_t)c->n_kv_heads * c->head_dim;
+    for (int l = 0; l < c->n_layers; l++) {
+        size_t at = (size_t)l * e->max_len * KD;
+        memcpy(dst->kc + at, src->kc + at, n * KD * sizeof(float));
+        memcpy(dst->vc + at, src->vc + at, n * KD * sizeof(float));
+    }
+    if (nm > 0) {
+        memcpy(dst->mkc, src->mkc, nm * KD * sizeof(float));
+        memcpy(dst->mvc, src->mvc, nm * KD * sizeof(float));
+    }
+}
+
+/* Start slot dst's cache from the longest prefix slot src holds (src ==
+ * dst: keep its own rows).  MTP row s also depends on token s+1, so rows
+ * [0, k-1) of it are shared; with drafting on, both caches restart at the
+ * same position so the MTP cache keeps up (see mtp_update). */
+static void reuse(gen_engine *e, int dst, int src, int best, int src_mlen)
+{
+    gen_seq *s = &e->seq[dst];
+    const gen_seq *o = &e->seq[src];
+    int mtp = e->has_mtp && s->p.mtp_k > 0;
+    int mkeep = src_mlen < best - 1 ? src_mlen : best - 1;
+    if (mkeep < 0) mkeep = 0;
+    if (mtp) best = mkeep;
+    if (src != dst && best > 0) copy_cache(e, s, o, best, mtp ? best : 0);
+    s->len = best;
+    s->mlen = mtp ? best : 0;
+    e->st.reused += best;
+}
+
+int gen_add(gen_engine *e, const int *prompt, int n, const gen_params *p,
+            uint64_t seed, uint64_t stream)
+{
+    if (n < 1 || n >= e->max_len) return -1;
+    /* the free slot that already holds the longest prefix, then any slot
+     * with a longer one to copy from */
+    int dst = -1, keep = -1;
+    for (int i = 0; i < e->max_seqs; i++) {
+        if (e->seq[i].active) continue;
+        int k = e->prefix_reuse ? common_prefix(&e->seq[i], prompt, n) : 0;
+        if (k > keep) { dst = i; keep = k; }
+    }
+    if (dst < 0) return -1;
+    gen_seq *s = &e->seq[dst];
+    /* the free slot's own cache, or a longer one to copy */
+    int src = dst, best = keep;
+    for (int i = 0; e->prefix_reuse && i < e->max_seqs; i++) {
+        int k = i == dst ? 0 : common_prefix(&e->seq[i], prompt, n);
+        if (k > best) { src = i; best = k; }
+    }
+    int src_mlen = e->seq[src].mlen;
+    s->ntok = n;                             /* (toks[0, keep) already hold the prompt's) */
+    memcpy(s->toks, prompt, n * sizeof(int));
+    start(s, p, seed, stream);
+    reuse(e, dst, src, best, src_mlen);
+    /* a live sequence queued with a longer shared prefix (prompts added
+     * in the same step): wait one step and copy it once computed */
+    for (int i = 0; e->prefix_reuse && i < e->max_seqs; i++) {
+        gen_seq *o = &e->seq[i];
+        if (i == dst || !o->active || o->status != GEN_RUNNING || o->wait >= 0 || o->len) continue;
+        int k = 0, lim = o->ntok < n - 1 ? o->ntok : n - 1;
+        while (k < lim && o->toks[k] == prompt[k]) k++;
+        if (k >= 32 && k > s->len + 32) { s->wait = i; break; }
+    }
+    return dst;
+}
+
+int gen_extend(gen_engine *e, int slot, const int *ids, int n, const gen_params *p,
+               uint64_t seed, uint64_t stream)
+{
+    if (slot < 0 || slot >= e->max_seqs) return -1;
+    gen_seq *s = &e->seq[slot];
+    if (!s->active || s->status == GEN_RUNNING || n < 0 || s->ntok + n >= e->max_len) return -1;
+    if (n) memcpy(s->toks + s->ntok, ids, n * sizeof(int));
+    e->st.reused += s->len;
+    s->ntok += n;
+    if (s->len == s->ntok) s->len--;         /* one queued row gives the next logits */
+    if (s->mlen > s->len) s->mlen = s->len;
+    start(s, p, seed, stream);
+    return 0;
+}
+
+/* ------------------------------------------------------------ forward */
+
+/* One transformer block over R rows of residual X at positions pos;
+ * kcp/vcp[r] point at row r's cache for this block (S, KV*D). */
+static void block_rows(gen_engine *e, const block_weights *w, float *X, const int *pos, int R)
 {
     const model *m = e->m;
     const model_config *c = &m->cfg;
     int C = c->hidden_size, I = c->intermediate_size, H = c->n_heads, KV = c->n_kv_heads;
-    int D = c->head_dim, HD = H * D, KD = KV * D, L = c->n_layers;
+    int D = c->head_dim, HD = H * D, KD = KV * D;
     float eps = (float)c->rms_norm_eps;
-    embedding_forward(e->x, e->tok, m->w.wte, R, C);
-    for (int l = 0; l < L; l++) {
-        const block_weights *w = &m->w.layers[l];
-        rmsnorm_forward(e->ln, e->rstd, e->x, w->in_norm, R, C, eps);
-        matmul_forward(e->q, e->ln, w->wq, R, C, HD, 0);
-        matmul_forward(e->k, e->ln, w->wk, R, C, KD, 0);
-        matmul_forward(e->v, e->ln, w->wv, R, C, KD, 0);
-        rmsnorm_forward(e->q, e->rstd, e->q, w->q_norm, R * H, D, eps);
-        rmsnorm_forward(e->k, e->rstd, e->k, w->k_norm, R * KV, D, eps);
-        rope_forward(e->q, e->pos, m->rope_cos, m->rope_sin, R, H, D);
-        rope_forward(e->k, e->pos, m->rope_cos, m->rope_sin, R, KV, D);
-        for (int r = 0; r < R; r++) {      /* store k/v first: rows of a prefill see each other */
-            gen_seq *s = &e->seq[e->slot[r]];
-            size_t at = ((size_t)l * e->max_len + e->pos[r]) * KD;
-            memcpy(s->kc + at, e->k + (size_t)r * KD, KD * sizeof(float));
-            memcpy(s->vc + at, e->v + (size_t)r * KD, KD * sizeof(float));
-        }
-        #pragma omp parallel for schedule(dynamic) if (R > 1)
+    rmsnorm_rows(e->ln, X, w->in_norm, R, C, eps);
+    matmul_rows(e->q, e->ln, w->wq, R, C, HD, 0);
+    matmul_rows(e->k, e->ln, w->wk, R, C, KD, 0);
+    matmul_rows(e->v, e->ln, w->wv, R, C, KD, 0);
+    rmsnorm_rows(e->q, e->q, w->q_norm, R * H, D, eps);
+    rmsnorm_rows(e->k, e->k, w->k_norm, R * KV, D, eps);
+    rope_rows(e->q, pos, m->rope_cos, m->rope_sin, R, H, D);
+    rope_rows(e->k, pos, m->rope_cos, m->rope_sin, R, KV, D);
+    for (int r = 0; r < R; r++) {      /* store k/v first: rows of a prefill see each other */
+        memcpy(e->kcp[r] + (size_t)pos[r] * KD, e->k + (size_t)r * KD, KD * sizeof(float));
+        memcpy(e->vcp[r] + (size_t)pos[r] * KD, e->v + (size_t)r * KD, KD * sizeof(float));
+        e->nctx[r] = pos[r] + 1;
+    }
+    attention_rows(e->att, e->att_scratch, e->q, e->kcp, e->vcp, e->nctx, R, H, KV, D, e->max_len);
+    matmul_rows(X, e->att, w->wo, R, HD, C, 1.0f);
+    rmsnorm_rows(e->ln, X, w->post_norm, R, C, eps);
+    matmul_rows(e->gate, e->ln, w->wgate, R, C, I, 0);
+    matmul_rows(e->up, e->ln, w->wup, R, C, I, 0);
+    swiglu_rows(e->gate, e->gate, e->up, R, I);
+    matmul_rows(X, e->gate, w->wdown, R, I, C, 1.0f);
+}
+
+/* The main model over rows tok/pos/slot; final hidden rows (before the
+ * final norm) left in x. */
+static void forward_main(gen_engine *e, int R)
+{
+    const model *m = e->m;
+    const model_config *c = &m->cfg;
+    int C = c->hidden_size;
+    size_t KD = (size_t)c->n_kv_heads * c->head_dim;
+    for (int r = 0; r < R; r++)
+        memcpy(e->x + (size_t)r * C, m->w.wte + (size_t)e->tok[r] * C, C * sizeof(float));
+    for (int l = 0; l < c->n_layers; l++) {
         for (int r = 0; r < R; r++) {
             gen_seq *s = &e->seq[e->slot[r]];
-            size_t base = (size_t)l * e->max_len * KD;
-            float *scratch = e->scratch + (size_t)omp_get_thread_num() * H * e->max_len;
-            attention_decode(e->att + (size_t)r * HD, scratch, e->q + (size_t)r * HD,
-                             s->kc + base, s->vc + base, e->pos[r] + 1, H, KV, D);
+            e->kcp[r] = s->kc + (size_t)l * e->max_len * KD;
+            e->vcp[r] = s->vc + (size_t)l * e->max_len * KD;
         }
-        matmul_forward(e->x, e->att, w->wo, R, HD, C, 1.0f);
-        rmsnorm_forward(e->ln, e->rstd, e->x, w->post_norm, R, C, eps);
-        matmul_forward(e->gate, e->ln, w->wgate, R, C, I, 0);
-        matmul_forward(e->up, e->ln, w->wup, R, C, I, 0);
-        swiglu_forward(e->gate, e->gate, e->up, (size_t)R * I);
-        matmul_forward(e->x, e->gate, w->wdown, R, I, C, 1.0f);
+        block_rows(e, &m->w.layers[l], e->x, e->pos, R);
     }
 }
 
-/* Logits of the given rows (one per sequence) into e->logits. */
-static void head_rows(gen_engine *e, const int *rows, int n)
+/* The MTP module over rows: token tok[r] (the one after position pos[r]),
+ * hidden mh[r]; block output rows (before the final norm) left in mx. */
+static void forward_mtp(gen_engine *e, int R)
+{
+    const model *m = e->m;
+    const model_config *c = &m->cfg;
+    int C = c->hidden_size;
+    float eps = (float)c->rms_norm_eps;
+    for (int r = 0; r < R; r++)
+        memcpy(e->ln + (size_t)r * C, m->w.wte + (size_t)e->tok[r] * C, C * sizeof(float));
+    rmsnorm_rows(e->ln, e->ln, m->w.mtp_enorm, R, C, eps);
+    rmsnorm_rows(e->mh, e->mh, m->w.mtp_hnorm, R, C, eps);
+    for (int r = 0; r < R; r++) {
+        memcpy(e->mcat + (size_t)r * 2 * C, e->ln + (size_t)r * C, C * sizeof(float));
+        memcpy(e->mcat + (size_t)r * 2 * C + C, e->mh + (size_t)r * C, C * sizeof(float));
+        gen_seq *s = &e->seq[e->slot[r]];
+        e->kcp[r] = s->mkc;
+        e->vcp[r] = s->mvc;
+    }
+    matmul_rows(e->mx, e->mcat, m->w.mtp_fc, R, 2 * C, C, 0);
+    block_rows(e, &m->w.mtp_block, e->mx, e->pos, R);
+}
+
+/* Logits of n hidden rows already copied into lnrow. */
+static void head(gen_engine *e, int n)
 {
     const model *m = e->m;
     int C = m->cfg.hidden_size;
-    for (int i = 0; i < n; i++)
-        memcpy(e->lnrow + (size_t)i * C, e->x + (size_t)rows[i] * C, C * sizeof(float));
-    rmsnorm_forward(e->lnrow, e->rstd, e->lnrow, m->w.norm, n, C, (float)m->cfg.rms_norm_eps);
-    matmul_forward(e->logits, e->lnrow, m->w.lm_head, n, C, m->cfg.vocab_size, 0);
-}
-
-/* Gather rows for every running sequence; returns R. */
-static int gather(gen_engine *e)
-{
-    int R = 0;
-    for (int i = 0; i < e->max_seqs; i++) {
-        gen_seq *s = &e->seq[i];
-        if (!s->active || s->status != GEN_RUNNING) continue;
-        int n = s->pending ? s->pending : 1;
-        ensure_rows(e, R + n);
-        for (int j = 0; j < n; j++) {
-            e->tok[R + j] = s->toks[s->len + j];
-            e->pos[R + j] = s->len + j;
-            e->slot[R + j] = i;
-        }
-        R += n;
-        s->last = R - 1;
-    }
-    return R;
-}
-
-static int is_stop(const gen_params *p, int id)
-{
-    if (id == p->eos) return 1;
-    for (int i = 0; i < p->n_stop; i++)
-        if (p->stop_ids[i] == id) return 1;
-    return 0;
-}
-
-int gen_step(gen_engine *e)
-{
-    int R = gather(e);
-    if (!R) return 0;
-    forward_rows(e, R);
-    int *rows = e->last_rows, *slots = e->last_slots, n = 0;
-    for (int i = 0; i < e->max_seqs; i++) {
-        gen_seq *s = &e->seq[i];
-        if (!s->active || s->status != GEN_RUNNING) continue;
-        rows[n] = s->last;
-        slots[n++] = i;
-        s->len += s->pending ? s->pending : 1;
-        s->pending = 0;
-    }
-    head_rows(e, rows, n);
-    int running = 0, V = e->m->cfg.vocab_size;
-    for (int i = 0; i < n; i++) {
-        gen_seq *s = &e->seq[slots[i]];
-        float lp;
-        int id = sample_logits(e->logits + (size_t)i * V, V, &s->p, &s->rng, &lp, e->sample_scratch);
-        s->toks[s->len] = id;
-        s->logprobs[s->n_out++] = lp;
-        if (is_stop(&s->p, id)) s->status = GEN_STOP;
-        else if (s->n_out >= s->p.max_tokens || s->len + 1 >= e->max_len) s->status = GEN_LENGTH;
-        else running++;
-    }
-    return running;
-}
-
-void gen_prefill_logits(gen_engine *e, int slot, float *out)
-{
-    gen_seq *s = &e->seq[slot];
-    int R = 0;
-    ensure_rows(e, s->pending);
-    for (int j = 0; j < s->pending; j++, R++) {
-        e->tok[R] = s->toks[s->len + j];
-        e->pos[R] = s->len + j;
-        e->slot[R] = slot;
-    }
-    forward_rows(e, R);
-    int last = R - 1;
-    head_rows(e, &last, 1);
-    memcpy(out, e->logits, e->m->cfg.vocab_size * sizeof(float));
-    s->len += s->pending;
-    s->pending = 0;
-    s->toks[s->len] = 0;
+    rmsnorm_rows(e->lnrow, e->lnrow, m->w.norm, n, C, (float)m->cfg.rms_norm_eps);
+    matmul_rows(e->logits, e->lnrow, m->w.lm_head, n, C, m->cfg.vocab_size, 0);
 }
 
 /* ------------------------------------------------------------ sampling */
+
+static double log_sum_exp(const float *z, int V, float *max)
+{
+    float mx = z[0];
+    for (int i = 1; i < V; i++) if (z[i] > mx) mx = z[i];
+    double sum = 0;
+    for (int i = 0; i < V; i++) sum += exp((double)z[i] - mx);
+    *max = mx;
+    return mx + log(sum);
+}
+
+static int argmax(const float *z, int V)
+{
+    int a = 0;
+    for (int i = 1; i < V; i++) if (z[i] > z[a]) a = i;
+    return a;
+}
 
 static int by_prob_desc(const void *a, const void *b, void *vals)
 {
@@ -260,31 +366,38 @@ static int by_prob_desc(const void *a, const void *b, void *vals)
     return *(const int *)a - *(const int *)b;     /* lowest id first on ties */
 }
 
-int sample_logits(const float *z, int V, const gen_params *p, rng_t *r, float *logprob, float *scratch)
+/* Temperature probabilities pr (V) and how many of the ids sorted by
+ * descending probability (idx) top-k and top-p keep. */
+static int kept_set(const float *z, int V, const gen_params *p, float *pr, int *idx, int sort)
 {
     float mx = z[0];
-    int arg = 0;
-    for (int i = 1; i < V; i++) if (z[i] > mx) { mx = z[i]; arg = i; }
-    double sum = 0;
-    for (int i = 0; i < V; i++) sum += exp((double)z[i] - mx);
-    double lse = mx + log(sum);
-    int id = arg;
+    for (int i = 1; i < V; i++) if (z[i] > mx) mx = z[i];
+    double s = 0;
+    for (int i = 0; i < V; i++) { pr[i] = (float)exp(((double)z[i] - mx) / p->temperature); s += pr[i]; }
+    for (int i = 0; i < V; i++) { pr[i] = (float)(pr[i] / s); idx[i] = i; }
+    if (!sort) return V;
+    qsort_r(idx, V, sizeof(int), by_prob_desc, pr);
+    int keep = V;
+    if (p->top_k > 0 && p->top_k < keep) keep = p->top_k;
+    if (p->top_p > 0 && p->top_p < 1) {
+        double c = 0;
+        for (int i = 0; i < keep; i++) {
+            c += pr[idx[i]];
+            if (c >= p->top_p) { keep = i + 1; break; }
+        }
+    }
+    return keep;
+}
+
+int sample_logits(const float *z, int V, const gen_params *p, rng_t *r, float *logprob, float *scratch)
+{
+    float mx;
+    double lse = log_sum_exp(z, V, &mx);
+    int id = argmax(z, V);
     if (p->temperature > 0) {
         float *pr = scratch;
         int *idx = (int *)(scratch + V);
-        double s = 0;
-        for (int i = 0; i < V; i++) { pr[i] = (float)exp(((double)z[i] - mx) / p->temperature); s += pr[i]; }
-        for (int i = 0; i < V; i++) { pr[i] = (float)(pr[i] / s); idx[i] = i; }
-        qsort_r(idx, V, sizeof(int), by_prob_desc, pr);
-        int keep = V;
-        if (p->top_k > 0 && p->top_k < keep) keep = p->top_k;
-        if (p->top_p > 0 && p->top_p < 1) {
-            double c = 0;
-            for (int i = 0; i < keep; i++) {
-                c += pr[idx[i]];
-                if (c >= p->top_p) { keep = i + 1; break; }
-            }
-        }
+        int keep = kept_set(z, V, p, pr, idx, 1);
         double tot = 0;
         for (int i = 0; i < keep; i++) tot += pr[idx[i]];
         double u = rng_uniform(r) * tot, c = 0;
@@ -296,4 +409,274 @@ int sample_logits(const float *z, int V, const gen_params *p, rng_t *r, float *l
     }
     *logprob = (float)(z[id] - lse);
     return id;
+}
+
+/* The distribution sample_logits draws from, dense: out (V) sums to 1. */
+static void sampling_dist(const float *z, int V, const gen_params *p, float *out, float *scratch)
+{
+    int *idx = (int *)(scratch + V);
+    int sort = (p->top_k > 0 && p->top_k < V) || (p->top_p > 0 && p->top_p < 1);
+    int keep = kept_set(z, V, p, out, idx, sort);
+    if (keep == V) return;
+    double tot = 0;
+    for (int i = 0; i < keep; i++) tot += out[idx[i]];
+    float *kept = scratch;
+    memset(kept, 0, V * sizeof(float));
+    for (int i = 0; i < keep; i++) kept[idx[i]] = (float)(out[idx[i]] / tot);
+    memcpy(out, kept, V * sizeof(float));
+}
+
+/* Inverse CDF over a dense weight vector (sum tot). */
+static int draw(const float *w, int V, double tot, rng_t *r)
+{
+    double u = rng_uniform(r) * tot, c = 0;
+    int last = 0;
+    for (int i = 0; i < V; i++) {
+        if (w[i] <= 0) continue;
+        c += w[i];
+        last = i;
+        if (u < c) return i;
+    }
+    return last;
+}
+
+/* ------------------------------------------------------------ a step */
+
+static int is_stop(const gen_params *p, int id)
+{
+    if (id == p->eos) return 1;
+    for (int i = 0; i < p->n_stop; i++)
+        if (p->stop_ids[i] == id) return 1;
+    return 0;
+}
+
+/* Append a token to the output; 0 when the sequence has ended. */
+static int append(gen_engine *e, gen_seq *s, int id, float lp)
+{
+    s->toks[s->ntok++] = id;
+    s->logprobs[s->n_out++] = lp;
+    e->st.generated++;
+    if (is_stop(&s->p, id)) s->status = GEN_STOP;
+    else if (s->n_out >= s->p.max_tokens || s->ntok >= e->max_len) s->status = GEN_LENGTH;
+    return s->status == GEN_RUNNING;
+}
+
+/* The main model's verdict on draft j of s from logits z: 1 = accepted,
+ * else *id = the token to take instead. */
+static int verify(gen_engine *e, gen_seq *s, const float *z, int j, int *id)
+{
+    int V = e->m->cfg.vocab_size, d = s->draft[j];
+    if (s->p.temperature <= 0) {
+        *id = argmax(z, V);
+        return *id == d;
+    }
+    float *pd = e->pdist, *q = s->dq + (size_t)j * V;
+    sampling_dist(z, V, &s->p, pd, e->sample_scratch);
+    if (rng_uniform(&s->rng) * q[d] < pd[d]) return 1;
+    double tot = 0;                          /* the residual max(0, p - q) */
+    for (int i = 0; i < V; i++) {
+        pd[i] = pd[i] > q[i] ? pd[i] - q[i] : 0;
+        tot += pd[i];
+    }
+    if (!(tot > 0)) {                        /* p == q up to rounding: sample p itself */
+        sampling_dist(z, V, &s->p, pd, e->sample_scratch);
+        tot = 1;
+    }
+    *id = draw(pd, V, tot, &s->rng);
+    return 0;
+}
+
+/* After the forward: accept drafts, sample the next token.  z0 holds
+ * nd+1 logits rows (the last queued token, then each draft). */
+static void accept(gen_engine *e, gen_seq *s, const float *z0)
+{
+    int V = e->m->cfg.vocab_size;
+    s->len = s->ntok;
+    if (s->nd) { e->st.drafted += s->nd; e->st.verify_steps++; }
+    for (int j = 0;; j++) {
+        const float *z = z0 + (size_t)j * V;
+        float mx, lp;
+        int id = 0;
+        if (j < s->nd && verify(e, s, z, j, &id)) {
+            id = s->draft[j];
+            e->st.accepted++;
+            s->len++;                        /* its K/V were written by this pass */
+            lp = (float)(z[id] - log_sum_exp(z, V, &mx));
+            if (!append(e, s, id, lp)) break;
+            continue;
+        }
+        if (j < s->nd) lp = (float)(z[id] - log_sum_exp(z, V, &mx));
+        else if (s->nd && s->p.temperature > 0) {
+            sampling_dist(z, V, &s->p, e->pdist, e->sample_scratch);
+            id = draw(e->pdist, V, 1.0, &s->rng);
+            lp = (float)(z[id] - log_sum_exp(z, V, &mx));
+        } else {
+            id = sample_logits(z, V, &s->p, &s->rng, &lp, e->sample_scratch);
+        }
+        append(e, s, id, lp);
+        break;
+    }
+    s->nd = 0;
+}
+
+/* How many tokens s may draft for its next step. */
+static int draft_room(const gen_engine *e, const gen_seq *s)
+{
+    int k = s->p.mtp_k;
+    if (k > s->p.max_tokens - s->n_out - 1) k = s->p.max_tokens - s->n_out - 1;
+    if (k > e->max_len - 1 - s->ntok) k = e->max_len - 1 - s->ntok;
+    return s->status == GEN_RUNNING && k > 0 ? k : 0;
+}
+
+/* Draft k of s from logits row z. */
+static void take_draft(gen_engine *e, gen_seq *s, const float *z, int k)
+{
+    int V = e->m->cfg.vocab_size;
+    if (s->p.temperature <= 0) {
+        s->draft[k] = argmax(z, V);
+    } else {
+        float *q = s->dq + (size_t)k * V;
+        sampling_dist(z, V, &s->p, q, e->sample_scratch);
+        s->draft[k] = draw(q, V, 1.0, &s->rng);
+    }
+    s->nd = k + 1;
+}
+
+/* Fill the MTP cache for the positions this step cached (their hidden
+ * states are still in x), then chain drafts for sequences that may. */
+static void mtp_update(gen_engine *e)
+{
+    const model_config *c = &e->m->cfg;
+    int C = c->hidden_size, V = c->vocab_size, R = 0;
+    for (int i = 0; i < e->max_seqs; i++) {
+        gen_seq *s = &e->seq[i];
+        if (!s->active || s->p.mtp_k <= 0 || s->len0 < 0) continue;
+        if (s->mlen != s->len0) continue;          /* no MTP cache: cannot draft */
+        /* position s needs token s+1: when the last token is an accepted
+         * (cached) draft that ended the sequence, its row waits for an extend */
+        int n = (s->len < s->ntok ? s->len : s->ntok - 1) - s->len0;
+        if (n <= 0) continue;
+        ensure_rows(e, R + n);
+        for (int j = 0; j < n; j++) {
+            int at = s->len0 + j;
+            e->tok[R + j] = s->toks[at + 1];
+            e->pos[R + j] = at;
+            e->slot[R + j] = i;
+            memcpy(e->mh + (size_t)(R + j) * C, e->x + (size_t)(s->row0 + j) * C, C * sizeof(float));
+        }
+        s->mlen = s->len0 + n;
+        R += n;
+        s->mrow = R - 1;
+    }
+    if (!R) return;
+    forward_mtp(e, R);
+    for (int k = 0; k < GEN_MTP_MAX; k++) {
+        /* logits of each drafting sequence's last MTP row */
+        int n = 0;
+        for (int i = 0; i < e->max_seqs; i++) {
+            gen_seq *s = &e->seq[i];
+            if (!s->active || s->len0 < 0 || s->mrow < 0 || s->nd != k || draft_room(e, s) <= k) continue;
+            ensure_logits(e, n + 1);
+            memcpy(e->lnrow + (size_t)n * C, e->mx + (size_t)s->mrow * C, C * sizeof(float));
+            s->lrow0 = n++;
+        }
+        if (!n) break;
+        head(e, n);
+        int Rk = 0;
+        for (int i = 0; i < e->max_seqs; i++) {
+            gen_seq *s = &e->seq[i];
+            if (!s->active || s->len0 < 0 || s->mrow < 0 || s->nd != k || draft_room(e, s) <= k) continue;
+            take_draft(e, s, e->logits + (size_t)s->lrow0 * V, k);
+            if (draft_room(e, s) <= k + 1) { s->mrow = -1; continue; }
+            /* chain: MTP position len-1+k+1 from its own output and the draft */
+            memcpy(e->mh + (size_t)Rk * C, e->mx + (size_t)s->mrow * C, C * sizeof(float));
+            e->tok[Rk] = s->draft[k];
+            e->pos[Rk] = s->len + k;
+            e->slot[Rk] = i;
+            s->mrow = Rk++;
+        }
+        if (!Rk) break;
+        forward_mtp(e, Rk);
+    }
+}
+
+/* Gather rows for every running sequence: queued tokens, then drafts.
+ * Returns R; *nl = logits rows. */
+static int gather(gen_engine *e, int *nl)
+{
+    int R = 0, L = 0;
+    for (int i = 0; i < e->max_seqs; i++) {
+        gen_seq *s = &e->seq[i];
+        s->len0 = -1;
+        s->mrow = -1;
+        if (!s->active || s->status != GEN_RUNNING) continue;
+        if (s->wait >= 0) {
+            gen_seq *o = &e->seq[s->wait];
+            if (o->active && o->status == GEN_RUNNING && !o->len) continue;   /* not computed yet */
+            int w = s->wait;
+            s->wait = -1;
+            int k = common_prefix(o, s->toks, s->ntok);
+            if (k > s->len) reuse(e, i, w, k, o->mlen);
+        }
+        int q = s->ntok - s->len, n = q + s->nd;
+        ensure_rows(e, R + n);
+        for (int j = 0; j < n; j++) {
+            e->tok[R + j] = j < q ? s->toks[s->len + j] : s->draft[j - q];
+            e->pos[R + j] = s->len + j;
+            e->slot[R + j] = i;
+        }
+        s->len0 = s->len;
+        s->row0 = R;
+        s->lrow0 = L;
+        R += n;
+        L += s->nd + 1;
+    }
+    *nl = L;
+    return R;
+}
+
+int gen_step(gen_engine *e)
+{
+    int nl, R = gather(e, &nl);
+    if (!R) return 0;
+    forward_main(e, R);
+    e->st.steps++;
+    e->st.rows += R;
+    int C = e->m->cfg.hidden_size, V = e->m->cfg.vocab_size;
+    ensure_logits(e, nl);
+    for (int i = 0; i < e->max_seqs; i++) {
+        gen_seq *s = &e->seq[i];
+        if (s->len0 < 0) continue;
+        int last = s->row0 + (s->ntok - s->len) - 1;
+        memcpy(e->lnrow + (size_t)s->lrow0 * C, e->x + (size_t)last * C, (s->nd + 1) * C * sizeof(float));
+    }
+    head(e, nl);
+    for (int i = 0; i < e->max_seqs; i++) {
+        gen_seq *s = &e->seq[i];
+        if (s->len0 >= 0) accept(e, s, e->logits + (size_t)s->lrow0 * V);
+    }
+    if (e->has_mtp) mtp_update(e);
+    int running = 0;                         /* waiting ones included */
+    for (int i = 0; i < e->max_seqs; i++)
+        running += e->seq[i].active && e->seq[i].status == GEN_RUNNING;
+    return running;
+}
+
+void gen_prefill_logits(gen_engine *e, int slot, float *out)
+{
+    gen_seq *s = &e->seq[slot];
+    int R = s->ntok - s->len;
+    ensure_rows(e, R);
+    for (int j = 0; j < R; j++) {
+        e->tok[j] = s->toks[s->len + j];
+        e->pos[j] = s->len + j;
+        e->slot[j] = slot;
+    }
+    forward_main(e, R);
+    int C = e->m->cfg.hidden_size;
+    memcpy(e->lnrow, e->x + (size_t)(R - 1) * C, C * sizeof(float));
+    head(e, 1);
+    memcpy(out, e->logits, e->m->cfg.vocab_size * sizeof(float));
+    s->len = s->ntok - 1;        /* the last token stays queued: the next step recomputes it */
+    if (s->mlen > s->len) s->mlen = s->len;
 }

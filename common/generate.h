@@ -1,12 +1,54 @@
 /* generate.h — the decoding engine: KV-cache inference with batched
- * prefill and continuous batching, plus sampling.
+ * prefill and continuous batching, speculative decoding with the model's
+ * MTP module, plus sampling.
  *
  * Sequences join (gen_add) and leave (gen_remove) a running batch at any
  * step.  Each gen_step runs ONE forward pass over the rows of every active
- * sequence — all prompt tokens of a newly added one (prefill), one token
- * for the others — so matmuls are batched across sequences, then samples
- * one token per sequence from its own RNG stream.  A sequence's output is
- * therefore independent of which others share the batch.
+ * sequence — all queued tokens of a new or extended one (prefill), one
+ * token (or one token and its drafts) for the others — so matmuls are
+ * batched across sequences, then samples per sequence from its own RNG
+ * stream.
+ *
+ * BATCH INVARIANCE.  The engine's kernels (kernels/cpu/decode.c) compute
+ * every row with a fixed instruction sequence whatever the number of rows
+ * and threads, so a sequence's ids AND log-prob bits do not depend on what
+ * else shares the batch, on --batch, on the thread count, or on whether a
+ * prompt was prefilled in one pass, resumed from a kept cache or copied
+ * from another sequence's cache.  (They may differ in the last bits from
+ * model_forward, which runs on sgemm.)
+ *
+ * MULTI-TURN.  gen_extend keeps a finished sequence's cache and resumes it
+ * with more tokens (an agent's tool results and next header): only the
+ * new tokens are computed.  gen_add reuses the longest cached prefix of
+ * any slot, live or removed (a shared system prompt), by copying its K/V
+ * rows (gen_set_prefix_reuse turns it off).
+ *
+ * SPECULATIVE DECODING (gen_params.mtp_k = K > 0, models with an MTP
+ * module).  After each step the MTP module drafts up to K tokens: the
+ * first from the main model's final hidden state at the last cached
+ * position and the embedding of the token just sampled; draft k+1 chains
+ * on the MTP block's own output hidden state and draft k, as DeepSeek-V3
+ * does at inference (the MTP block keeps its own KV cache; chained
+ * entries are provisional and recomputed from the main model's states
+ * once verified).  The next step verifies the last token and all drafts
+ * in one forward over the cache and keeps the longest accepted prefix
+ * plus one token from the main model; K/V rows of rejected drafts are
+ * dropped (the cache length rolls back).  Greedy: a draft is accepted iff
+ * it is the main model's argmax — the output (ids and log-probs) is
+ * bit-identical to mtp_k = 0.  Sampling: accepted with probability
+ * min(1, p/q), else the token is drawn from norm(max(0, p - q)) (p, q: the
+ * main and draft distributions after temperature/top-k/top-p), so the
+ * output is distributed exactly as the main model's, though the draws
+ * differ from mtp_k = 0 for the same seed.  A sequence drafts only while
+ * its MTP cache covers its whole context: one added or extended with
+ * mtp_k = 0 keeps no MTP cache and does not draft after a later extend.
+ *
+ * THREADS.  Ops below ~256k multiply-adds run on the calling thread
+ * without a parallel region.  libgomp's idle threads spin
+ * (OMP_WAIT_POLICY=active is its default for a while after each region):
+ * on a machine whose cores are shared, OMP_WAIT_POLICY=passive keeps a
+ * spinning thread from taking a core from a working one.
+ *
  * Used by generate; rollout, grpo-step, opd-step and serve build on it. */
 #ifndef HAT_GENERATE_H
 #define HAT_GENERATE_H
@@ -24,7 +66,11 @@ typedef struct {
     int   eos;           /* stop id, -1 = none */
     const int *stop_ids; /* extra stop ids */
     int   n_stop;
+    int   mtp_k;         /* speculative drafts per step with the MTP module
+                            (0 = off; at most GEN_MTP_MAX; ignored without MTP) */
 } gen_params;
+
+#define GEN_MTP_MAX 8
 
 enum { GEN_RUNNING, GEN_STOP, GEN_LENGTH };
 
@@ -46,7 +92,38 @@ int  gen_status(const gen_engine *e, int slot);       /* GEN_* */
  * distribution before temperature, i.e. the model's) so far. */
 const int   *gen_output(const gen_engine *e, int slot, int *n);
 const float *gen_logprobs(const gen_engine *e, int slot);
+/* Free the slot.  Its cache stays readable for prefix reuse until the
+ * slot is taken again. */
 void gen_remove(gen_engine *e, int slot);
+
+/* Resume a finished (not running) sequence: its cache is kept, the last
+ * sampled token (if not yet in the cache) and ids[0..n) are queued and
+ * the next gen_step generates from there with new parameters and RNG
+ * stream.  gen_output then returns only the new generation.  The result
+ * is bit-identical to gen_add of the whole context.  Returns 0, or -1 if
+ * the slot is running or unused, or the context would not leave room for
+ * one new token. */
+int  gen_extend(gen_engine *e, int slot, const int *ids, int n, const gen_params *p,
+                uint64_t seed, uint64_t stream);
+/* Tokens of the slot's context so far (prompt, extensions and generated
+ * ids): the ids ... ids+n a following gen_extend continues. */
+const int *gen_context(const gen_engine *e, int slot, int *n);
+/* Copy K/V rows of a cached prefix on gen_add (default on). */
+void gen_set_prefix_reuse(gen_engine *e, int on);
+
+/* Counters since gen_new (for progress lines and serve's /metrics).
+ * Acceptance rate = accepted / drafted; mean tokens per verification
+ * step = (accepted + verify_steps) / verify_steps. */
+typedef struct {
+    long steps;          /* gen_step calls that ran a forward pass */
+    long rows;           /* token rows through the main model (prefill, decode, drafts) */
+    long reused;         /* context tokens whose K/V were kept or copied instead of computed */
+    long generated;      /* tokens appended to outputs */
+    long drafted;        /* MTP draft tokens verified */
+    long accepted;       /* of which accepted */
+    long verify_steps;   /* sequence-steps that verified at least one draft */
+} gen_stats;
+gen_stats gen_get_stats(const gen_engine *e);
 
 /* Logits of the last prompt position via the cache path (for tests):
  * out (V). */

@@ -18,7 +18,8 @@ const char *const rollout_finish_names[] = { "accepted", "max_turns", "budget", 
 enum { C_FREE, C_READY, C_GEN };
 
 typedef struct {
-    int      state, slot;             /* slot: engine sequence while GEN */
+    int      state, slot;             /* slot: engine sequence while GEN, and between turns */
+    int      in_engine, eng_n;        /* holds slot; tokens of ids the engine has (its cache) */
     void    *user;
     json_t  *task, *h, *msgs;
     sim     *s;
@@ -108,6 +109,12 @@ void rollout_set_judge(rollout *r, judge *j) { r->j = j; }
 void rollout_set_policy(rollout *r, rollout_policy_fn fn, void *ctx) { r->policy = fn; r->policy_ctx = ctx; }
 void rollout_set_name(rollout *r, const char *name) { free(r->name); r->name = name ? xstrdup(name) : NULL; }
 rollout_stats rollout_get_stats(const rollout *r) { return r->st; }
+
+gen_stats rollout_gen_stats(const rollout *r)
+{
+    gen_stats z = { 0 };
+    return r->e ? gen_get_stats(r->e) : z;
+}
 int rollout_pending(const rollout *r) { return r->ndone; }
 
 int rollout_running(const rollout *r)
@@ -361,7 +368,10 @@ static void decode(const tokenizer *t, const int *ids, int n, sbuf *out)
     }
 }
 
-/* A model turn has ended: decode it (without the stop token) and play it. */
+/* A model turn has ended: decode it (without the stop token) and play it.
+ * The engine keeps the sequence (and its KV cache) for the next turn,
+ * whose context only grows at the end: gen_extend then computes just the
+ * new tokens. */
 static void model_turn(rollout *r, conv *c)
 {
     int n, slot = c->slot;
@@ -373,7 +383,13 @@ static void model_turn(rollout *r, conv *c)
     decode(r->t, ids, body, &text);
     play_turn(r, c, ids, n, lp, text.s ? text.s : "", text.len);   /* may finish c and clear it */
     sbuf_free(&text);
-    gen_remove(r->e, slot);
+    if (c->state == C_FREE) {
+        gen_remove(r->e, slot);
+        return;
+    }
+    c->slot = slot;
+    c->in_engine = 1;
+    gen_context(r->e, slot, &c->eng_n);
 }
 
 /* A scripted turn: the policy's text, encoded as if sampled. */
@@ -400,17 +416,29 @@ static void start_gen(rollout *r, conv *c, int ci)
 {
     gen_params g = { .temperature = c->p.temperature, .top_k = c->p.top_k, .top_p = c->p.top_p,
                      .max_tokens = c->p.max_tokens, .eos = r->im_end,
-                     .stop_ids = &r->eos, .n_stop = r->eos >= 0 };
+                     .stop_ids = &r->eos, .n_stop = r->eos >= 0, .mtp_k = c->p.mtp_k };
     int room = r->max_len - 1 - (int)c->ids.n;
     if (g.max_tokens > room) g.max_tokens = room;
     if (c->p.max_gen_tokens > 0 && g.max_tokens > c->p.max_gen_tokens - c->gen_tokens)
         g.max_tokens = c->p.max_gen_tokens - c->gen_tokens;
-    c->slot = gen_add(r->e, c->ids.v, (int)c->ids.n, &g, c->seed, c->stream * 256 + (uint64_t)c->turns);
-    if (c->slot < 0) {     /* cannot happen: one sequence per conversation, lengths checked */
-        finish(r, c, ROLLOUT_ERROR, xasprintf("the engine refused conversation %d", ci));
-        return;
+    uint64_t stream = c->stream * 256 + (uint64_t)c->turns;
+    int n = (int)c->ids.n;
+    if (c->in_engine) {    /* the engine holds ids[0, eng_n): queue the rest */
+        if (gen_extend(r->e, c->slot, c->ids.v + c->eng_n, n - c->eng_n, &g, c->seed, stream)) {
+            gen_remove(r->e, c->slot);
+            finish(r, c, ROLLOUT_ERROR, xasprintf("the engine refused conversation %d", ci));
+            return;
+        }
+        r->st.prefill_tokens += n - c->eng_n;
+    } else {
+        c->slot = gen_add(r->e, c->ids.v, n, &g, c->seed, stream);
+        if (c->slot < 0) {     /* cannot happen: one sequence per conversation, lengths checked */
+            finish(r, c, ROLLOUT_ERROR, xasprintf("the engine refused conversation %d", ci));
+            return;
+        }
+        c->in_engine = 1;
+        r->st.prefill_tokens += n;
     }
-    r->st.prefill_tokens += (long)c->ids.n;   /* the whole context, every turn (no cache reuse) */
     c->state = C_GEN;
 }
 

@@ -4,7 +4,8 @@
  * grpo-step, evalset and serve; no I/O.
  *
  * Every conversation in flight advances through ONE gen_engine
- * (continuous batching): when its turn finishes generating (<|im_end|>,
+ * (continuous batching) and keeps its engine sequence, KV cache included,
+ * from turn to turn (gen_extend): when its turn finishes generating (<|im_end|>,
  * the config's eos, or the per-turn token limit) the text is parsed with
  * chat_parse_output and acted on through sim_step — tool calls executed
  * with the harness's hooks and the task's faults, or the reply offered
@@ -58,6 +59,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "generate.h"
 #include "judge.h"
 #include "model.h"
 #include "tokenizer.h"
@@ -74,9 +76,10 @@ typedef struct {
     int   max_turns;      /* 0 = the harness's max_turns param, else ROLLOUT_DEFAULT_TURNS */
     int   max_gen_tokens; /* generated tokens per conversation; 0 = no limit */
     int   enable_thinking;/* CHAT_THINK_* for the generation prompt */
+    int   mtp_k;          /* MTP speculative drafts per step (gen_params.mtp_k); 0 = off */
 } rollout_params;
 
-#define ROLLOUT_PARAMS_INIT { 0.0f, 0, 1.0f, 256, 0, 0, -1 }
+#define ROLLOUT_PARAMS_INIT { 0.0f, 0, 1.0f, 256, 0, 0, -1, 0 }
 
 /* How a conversation ended (meta.finish). */
 enum { ROLLOUT_ACCEPTED, ROLLOUT_MAX_TURNS_HIT, ROLLOUT_BUDGET, ROLLOUT_CONTEXT, ROLLOUT_ERROR };
@@ -151,9 +154,14 @@ int      rollout_pending(const rollout *r);   /* finished, not yet taken */
 rollout_result *rollout_take(rollout *r);
 void     rollout_result_free(rollout_result *x);
 
-/* Totals since rollout_new, for progress and benchmarks. */
+/* Totals since rollout_new, for progress and benchmarks.  prefill_tokens:
+ * context tokens queued to the engine (a conversation's first prompt, then
+ * only what each turn appends: the engine keeps its KV cache between
+ * turns; the engine may still copy a shared prefix, see gen_stats). */
 typedef struct { long conversations, turns, gen_tokens, prefill_tokens; } rollout_stats;
 rollout_stats rollout_get_stats(const rollout *r);
+/* The decoding engine's counters (zeros with a scripted policy). */
+gen_stats rollout_gen_stats(const rollout *r);
 
 /* The trajectory line (new ref): {"id","task_id","harness","messages",
  * "meta"} plus "verdict" {"scores","total","pass","reasons"} when judged

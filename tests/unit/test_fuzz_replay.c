@@ -42,6 +42,9 @@
 #define LLVMFuzzerTestOneInput fuzz_ckpt
 #include "../fuzz/fuzz_ckpt.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_serve
+#include "../fuzz/fuzz_serve.c"
+#undef LLVMFuzzerTestOneInput
 
 static int by_name(const void *a, const void *b)
 {
@@ -100,6 +103,7 @@ REPLAY(harness_tar, 4)
 REPLAY(harness_dir, 10)
 REPLAY(hsa, 5)
 REPLAY(ckpt, 5)
+REPLAY(serve, 8)
 
 int main(void)
 {
@@ -114,6 +118,7 @@ int main(void)
     RUN(replay_harness_dir);
     RUN(replay_hsa);
     RUN(replay_ckpt);
+    RUN(replay_serve);
     if (fuzz_tok) tok_free(fuzz_tok);
     TEST_MAIN_END();
 }

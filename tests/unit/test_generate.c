@@ -1,0 +1,431 @@
+/* test_generate.c — the decoding engine: row-invariant kernels against
+ * their references and bit for bit across row counts and threads; batch
+ * invariance of ids and log-prob bits; gen_extend and prefix reuse equal
+ * to recomputing the whole context; MTP speculative decoding identical to
+ * plain greedy decoding (on a model trained here so drafts are often
+ * right), and distributed as plain sampling when sampling. */
+#include "test.h"
+#include "generate.h"
+#include "kernels.h"
+#include "model.h"
+#include "optim.h"
+#include "rng.h"
+#include "util.h"
+
+#include <omp.h>
+#include <stdlib.h>
+#include <string.h>
+
+static float *randv(size_t n, rng_t *r, float lo, float hi)
+{
+    float *x = xmalloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) x[i] = lo + (hi - lo) * (float)rng_uniform(r);
+    return x;
+}
+
+static int same_bits(const float *a, const float *b, size_t n)
+{
+    return memcmp(a, b, n * sizeof(float)) == 0;
+}
+
+/* ---- kernels ------------------------------------------------------------------------------ */
+
+static void matmul_rows_invariant(void)
+{
+    rng_t r;
+    rng_seed(&r, 1);
+    int shapes[][2] = { { 256, 300 }, { 37, 13 }, { 8, 16 }, { 768, 70 } };
+    int nt0 = omp_get_max_threads();
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int C = shapes[s][0], OC = shapes[s][1], N = 13;
+        float *x = randv((size_t)N * C, &r, -1, 1), *w = randv((size_t)OC * C, &r, -1, 1);
+        float *y = xcalloc((size_t)N * OC, sizeof(float)), *ref = xcalloc((size_t)N * OC, sizeof(float));
+        float *one = xcalloc(OC, sizeof(float)), *y2 = xcalloc((size_t)N * OC, sizeof(float));
+        matmul_rows(y, x, w, N, C, OC, 0);
+        matmul_forward_ref(ref, x, w, N, C, OC, 0);
+        double err = 0;
+        for (int i = 0; i < N * OC; i++) err = fmax(err, fabs(y[i] - ref[i]));
+        CHECK(err < 1e-4 * sqrt(C));
+        int ok = 1;
+        for (int n = 0; n < N; n++) {          /* each row alone: the same bits */
+            matmul_rows(one, x + (size_t)n * C, w, 1, C, OC, 0);
+            ok &= same_bits(one, y + (size_t)n * OC, OC);
+        }
+        CHECK(ok);
+        /* rows 0..4 and 5..12 in two calls, another thread count */
+        omp_set_num_threads(nt0 > 1 ? 1 : 2);
+        matmul_rows(y2, x, w, 5, C, OC, 0);
+        matmul_rows(y2 + 5 * OC, x + 5 * C, w, N - 5, C, OC, 0);
+        omp_set_num_threads(nt0);
+        CHECK(same_bits(y, y2, (size_t)N * OC));
+        /* beta = 1 adds */
+        memcpy(y2, ref, (size_t)N * OC * sizeof(float));
+        matmul_rows(y2, x, w, N, C, OC, 1.0f);
+        err = 0;
+        for (int i = 0; i < N * OC; i++) err = fmax(err, fabs(y2[i] - 2 * ref[i]));
+        CHECK(err < 2e-4 * sqrt(C));
+        free(x); free(w); free(y); free(ref); free(one); free(y2);
+    }
+}
+
+/* attention_rows over a cache filled with a whole sequence equals the
+ * causal reference, row by row. */
+static void attention_rows_matches_reference(void)
+{
+    rng_t r;
+    rng_seed(&r, 2);
+    int T = 19, H = 4, KV = 2, D = 8;
+    float *q = randv((size_t)T * H * D, &r, -1, 1), *k = randv((size_t)T * KV * D, &r, -1, 1);
+    float *v = randv((size_t)T * KV * D, &r, -1, 1);
+    float *ref = xmalloc((size_t)T * H * D * sizeof(float)), *att = xmalloc((size_t)H * T * T * sizeof(float));
+    attention_forward_ref(ref, att, q, k, v, 1, T, H, KV, D);
+    float *out = xmalloc((size_t)T * H * D * sizeof(float));
+    float *scratch = xmalloc(attention_rows_scratch(T, H, KV) * sizeof(float));
+    float *kc[19], *vc[19];
+    int n[19];
+    for (int t = 0; t < T; t++) { kc[t] = k; vc[t] = v; n[t] = t + 1; }
+    attention_rows(out, scratch, q, kc, vc, n, T, H, KV, D, T);
+    double err = 0;
+    for (int i = 0; i < T * H * D; i++) err = fmax(err, fabs(out[i] - ref[i]));
+    CHECK(err < 1e-5);
+    float one[32];
+    attention_rows(one, scratch, q + 7 * H * D, kc + 7, vc + 7, n + 7, 1, H, KV, D, T);
+    CHECK(same_bits(one, out + 7 * H * D, H * D));
+    free(q); free(k); free(v); free(ref); free(att); free(out); free(scratch);
+}
+
+/* ---- models ------------------------------------------------------------------------------- */
+
+static model_config cfg(int mtp)
+{
+    model_config c = {
+        .vocab_size = 16, .hidden_size = 32, .intermediate_size = 64, .n_layers = 2,
+        .n_heads = 4, .n_kv_heads = 2, .head_dim = 8, .rms_norm_eps = 1e-6,
+        .rope_theta = 10000.0, .max_position_embeddings = 256,
+        .n_mtp = mtp, .mtp_loss_weight = 0.5, .bos_token_id = -1, .eos_token_id = -1,
+    };
+    return c;
+}
+
+static model *random_model(int mtp, uint64_t seed)
+{
+    model_config c = cfg(mtp);
+    model *m = model_new(&c);
+    model_init_random(m, seed, 0.5f);
+    return m;
+}
+
+/* The cycle the trained model learns; training data swaps 1 in 8 tokens
+ * for a random one, so the model (and the MTP head) are good, not perfect. */
+static const int cycle[] = { 3, 7, 1, 9, 4, 12, 5 };
+#define NCYC 7
+
+static model *trained_model(void)
+{
+    model *m = random_model(1, 5);
+    optim_config o;
+    optim_defaults(&o);
+    o.lr = 1e-2f;
+    o.warmup = 10;
+    o.total_steps = 120;
+    o.weight_decay = 0;
+    size_t n = m->n_floats;
+    float *ea = xcalloc(n, sizeof(float)), *es = xcalloc(n, sizeof(float));
+    int B = 4, T = 24, tok[4 * 24], tgt[4 * 24];
+    rng_t r;
+    rng_seed(&r, 11);
+    for (int step = 0; step < 120; step++) {
+        for (int b = 0; b < B; b++) {
+            int off = (int)(rng_uniform(&r) * NCYC);
+            for (int t = 0; t < T; t++) {
+                tok[b * T + t] = rng_uniform(&r) < 0.125 ? (int)(rng_uniform(&r) * 16) : cycle[(off + t) % NCYC];
+                if (t) tgt[b * T + t - 1] = tok[b * T + t];
+            }
+            tgt[b * T + T - 1] = -1;
+        }
+        model_alloc_grads(m);
+        model_zero_grad(m);
+        model_forward(m, tok, tgt, B, T);
+        model_backward_mean(m);
+        grad_clip(m, 1.0f);
+        adamw_step(m, ea, es, &o, optim_lr(&o, step), step + 1);
+    }
+    free(ea); free(es);
+    model_release_acts(m);
+    return m;
+}
+
+/* ---- running the engine ------------------------------------------------------------------- */
+
+typedef struct { int ids[64]; float lp[64]; int n, status; } run_out;
+
+/* Generate every prompt (lens[i] tokens from prompts[i]) with `batch`
+ * slots, refilling as they finish; prompt i uses stream i. */
+static void run(const model *m, int batch, int np, const int *const *prompts, const int *lens,
+                const gen_params *p, run_out *out, gen_stats *st)
+{
+    gen_engine *e = gen_new(m, batch, 128);
+    int *job = xmalloc(batch * sizeof(int)), next = 0, live = 0;
+    for (int s = 0; s < batch; s++) job[s] = -1;
+    while (next < np || live) {
+        while (next < np) {
+            int s = gen_add(e, prompts[next], lens[next], p, 9, (uint64_t)next);
+            if (s < 0) break;
+            job[s] = next++;
+            live++;
+        }
+        gen_step(e);
+        for (int s = 0; s < batch; s++) {
+            if (job[s] < 0 || gen_status(e, s) == GEN_RUNNING) continue;
+            run_out *o = &out[job[s]];
+            const int *ids = gen_output(e, s, &o->n);
+            memcpy(o->ids, ids, o->n * sizeof(int));
+            memcpy(o->lp, gen_logprobs(e, s), o->n * sizeof(float));
+            o->status = gen_status(e, s);
+            gen_remove(e, s);
+            job[s] = -1;
+            live--;
+        }
+    }
+    if (st) *st = gen_get_stats(e);
+    free(job);
+    gen_free(e);
+}
+
+static int same_out(const run_out *a, const run_out *b, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (a[i].n != b[i].n || a[i].status != b[i].status ||
+            memcmp(a[i].ids, b[i].ids, a[i].n * sizeof(int)) || !same_bits(a[i].lp, b[i].lp, a[i].n))
+            return 0;
+    return 1;
+}
+
+static const int pa[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11 }, pb[] = { 3 }, pc[] = { 4, 4, 15, 0, 2 },
+                 pd[] = { 3, 7, 1, 9, 4, 12, 5, 3, 7 }, pe[] = { 9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4 };
+static const int *const prompts[] = { pa, pb, pc, pd, pe };
+static const int lens[] = { 11, 1, 5, 9, 14 };
+
+static void batch_invariance(void)
+{
+    model *m = random_model(1, 3);
+    gen_params p = { .temperature = 1.0f, .top_p = 1, .max_tokens = 20, .eos = 15 };
+    run_out a[5], b[5], c[5];
+    run(m, 1, 5, prompts, lens, &p, a, NULL);
+    run(m, 4, 5, prompts, lens, &p, b, NULL);
+    CHECK(same_out(a, b, 5));
+    int nt = omp_get_max_threads();
+    omp_set_num_threads(nt > 1 ? 1 : 2);
+    run(m, 3, 5, prompts, lens, &p, c, NULL);
+    omp_set_num_threads(nt);
+    CHECK(same_out(a, c, 5));
+    int stopped = 0;
+    for (int i = 0; i < 5; i++) stopped += a[i].status == GEN_STOP;
+    CHECK(a[1].n > 1);
+    (void)stopped;
+    model_free(m);
+}
+
+/* Turn 1 from a prompt, then gen_extend with new ids: the same ids and
+ * log-prob bits as gen_add of the whole context in a fresh engine. */
+static void extend_equals_recompute(void)
+{
+    model *m = random_model(0, 4);
+    gen_params p = { .temperature = 0.8f, .top_k = 8, .top_p = 0.95f, .max_tokens = 9, .eos = -1 };
+    gen_engine *e = gen_new(m, 2, 128);
+    int s = gen_add(e, pa, 11, &p, 5, 1);
+    while (gen_step(e)) {}
+    CHECK_EQ_INT(gen_status(e, s), GEN_LENGTH);
+    int more[] = { 2, 14, 6 }, nctx;
+    CHECK_EQ_INT(gen_extend(e, s, more, 3, &p, 5, 2), 0);
+    CHECK_EQ_INT(gen_extend(e, s, more, 3, &p, 5, 2), -1);      /* running */
+    const int *ctx = gen_context(e, s, &nctx);
+    CHECK_EQ_INT(nctx, 11 + 9 + 3);
+    int *whole = xmalloc(nctx * sizeof(int));
+    memcpy(whole, ctx, nctx * sizeof(int));
+    while (gen_step(e)) {}
+    int n1, n2;
+    const int *o1 = gen_output(e, s, &n1);
+    gen_stats st = gen_get_stats(e);
+    CHECK(st.reused >= 19);
+
+    gen_engine *f = gen_new(m, 1, 128);
+    gen_set_prefix_reuse(f, 0);
+    int t = gen_add(f, whole, nctx, &p, 5, 2);
+    while (gen_step(f)) {}
+    const int *o2 = gen_output(f, t, &n2);
+    CHECK_EQ_INT(n1, 9);
+    CHECK(n1 == n2 && !memcmp(o1, o2, n1 * sizeof(int)));
+    CHECK(same_bits(gen_logprobs(e, s), gen_logprobs(f, t), n1));
+    CHECK_EQ_INT(gen_get_stats(f).reused, 0);
+    /* extend a sequence that stopped on a token: a stop id of its own */
+    gen_params q = p;
+    int stop = o1[3];
+    q.eos = stop;
+    CHECK_EQ_INT(gen_extend(e, s, NULL, 0, &q, 5, 3), 0);
+    while (gen_step(e)) {}
+    CHECK(gen_status(e, s) == GEN_STOP || gen_status(e, s) == GEN_LENGTH);
+    CHECK_EQ_INT(gen_extend(e, 1, more, 3, &p, 5, 2), -1);         /* unused slot */
+    free(whole);
+    gen_free(e);
+    gen_free(f);
+    model_free(m);
+}
+
+/* A second prompt sharing a prefix with a live one, and a third reusing a
+ * removed slot's cache: outputs equal to an engine without reuse. */
+static void prefix_reuse_exact(void)
+{
+    for (int mtp = 0; mtp <= 1; mtp++) {
+        model *m = random_model(mtp, 6);
+        gen_params p = { .temperature = 1.0f, .top_p = 1, .max_tokens = 6, .eos = -1, .mtp_k = mtp * 2 };
+        int a[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 }, b[] = { 1, 2, 3, 4, 5, 6, 7, 8, 0, 0 };
+        int c[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13 };
+        int *ps[] = { a, b, c }, ls[] = { 12, 10, 13 };
+        run_out want[3], got[3];
+        for (int reuse = 0; reuse <= 1; reuse++) {
+            run_out *o = reuse ? got : want;
+            gen_engine *e = gen_new(m, 2, 64);
+            gen_set_prefix_reuse(e, reuse);
+            int s0 = gen_add(e, a, 12, &p, 1, 0);
+            gen_step(e);
+            int s1 = gen_add(e, b, 10, &p, 1, 1);
+            while (gen_step(e)) {}
+            int sl[] = { s0, s1 };
+            for (int i = 0; i < 2; i++) {
+                const int *ids = gen_output(e, sl[i], &o[i].n);
+                memcpy(o[i].ids, ids, o[i].n * sizeof(int));
+                memcpy(o[i].lp, gen_logprobs(e, sl[i]), o[i].n * sizeof(float));
+                o[i].status = gen_status(e, sl[i]);
+            }
+            gen_remove(e, s0);
+            int s2 = gen_add(e, c, 13, &p, 1, 2);
+            while (gen_step(e)) {}
+            const int *ids = gen_output(e, s2, &o[2].n);
+            memcpy(o[2].ids, ids, o[2].n * sizeof(int));
+            memcpy(o[2].lp, gen_logprobs(e, s2), o[2].n * sizeof(float));
+            o[2].status = gen_status(e, s2);
+            gen_stats st = gen_get_stats(e);
+            if (reuse) CHECK(st.reused >= 8 + 12 - 2 * mtp);
+            else CHECK_EQ_INT(st.reused, 0);
+            gen_free(e);
+        }
+        CHECK(same_out(want, got, 3));
+        (void)ps; (void)ls;
+        model_free(m);
+    }
+}
+
+/* Prompts sharing a long prefix added in the same step: the later ones
+ * wait one step and copy the first one's rows; outputs unchanged. */
+static void prefix_reuse_same_step(void)
+{
+    for (int mtp = 0; mtp <= 1; mtp++) {
+        model *m = random_model(mtp, 7);
+        gen_params p = { .temperature = 1.0f, .top_p = 1, .max_tokens = 5, .eos = -1, .mtp_k = mtp };
+        int pr[3][48], ls[] = { 48, 44, 40 };
+        const int *ps[3];
+        for (int i = 0; i < 3; i++) {
+            for (int t = 0; t < 48; t++) pr[i][t] = t < 36 ? (t * 7) % 16 : (t + i * 3) % 16;
+            ps[i] = pr[i];
+        }
+        run_out want[3], got[3];
+        gen_stats st;
+        run(m, 1, 3, ps, ls, &p, want, NULL);          /* one at a time */
+        run(m, 3, 3, ps, ls, &p, got, &st);            /* all in one step */
+        CHECK(same_out(want, got, 3));
+        CHECK(st.reused >= 2 * (36 - 1 - mtp));
+        model_free(m);
+    }
+}
+
+/* ---- MTP ---------------------------------------------------------------------------------- */
+
+static void mtp_greedy_identical(void)
+{
+    model *trained = trained_model(), *rnd = random_model(1, 8);
+    model *ms[] = { trained, rnd };
+    for (int w = 0; w < 2; w++) {
+        gen_params p = { .temperature = 0, .top_p = 1, .max_tokens = 40, .eos = -1 };
+        run_out base[5], spec[5];
+        run(ms[w], 2, 5, prompts, lens, &p, base, NULL);
+        for (int k = 1; k <= 4; k += 1 + (k == 2)) {
+            gen_params q = p;
+            q.mtp_k = k;
+            gen_stats st;
+            for (int batch = 1; batch <= 4; batch += 3) {
+                run(ms[w], batch, 5, prompts, lens, &q, spec, &st);
+                CHECK(same_out(base, spec, 5));
+            }
+            CHECK(st.drafted > 0 && st.accepted <= st.drafted);
+            if (w == 0) {   /* the trained model's drafts are mostly right */
+                double acc = (double)st.accepted / st.drafted;
+                CHECK(acc > 0.5);
+                CHECK(st.steps < 5 * 40 * 0.8);
+                if (k == 1) printf("# trained, k=1: acceptance %.2f\n", acc);
+            }
+        }
+        /* a stop id inside an accepted block ends there */
+        gen_params s = p;
+        s.eos = base[3].ids[5];
+        s.mtp_k = 3;
+        run_out b2[5], s2[5];
+        run(ms[w], 2, 5, prompts, lens, &s, s2, NULL);
+        s.mtp_k = 0;
+        run(ms[w], 2, 5, prompts, lens, &s, b2, NULL);
+        CHECK(same_out(b2, s2, 5));
+        CHECK_EQ_INT(s2[3].status, GEN_STOP);
+    }
+    model_free(trained);
+    model_free(rnd);
+}
+
+/* Sampling with drafts: the token after the first (where drafts are
+ * verified) has the same distribution as without drafts. */
+static void mtp_sampling_distribution(void)
+{
+    model_config c = cfg(1);
+    model *m = model_new(&c);
+    model_init_random(m, 12, 0.25f);
+    gen_params p = { .temperature = 1.0f, .top_p = 1, .max_tokens = 3, .eos = -1 };
+    enum { RUNS = 3200 };
+    double f0[32] = { 0 }, f1[32] = { 0 };
+    int prompt[] = { 5, 9, 2 };
+    for (int k = 0; k <= 2; k += 2) {
+        gen_engine *e = gen_new(m, 16, 16);
+        p.mtp_k = k;
+        double *f = k ? f1 : f0;
+        for (int i = 0; i < RUNS; i += 16) {
+            int sl[16];
+            for (int j = 0; j < 16; j++) sl[j] = gen_add(e, prompt, 3, &p, 77, (uint64_t)(i + j));
+            while (gen_step(e)) {}
+            for (int j = 0; j < 16; j++) {
+                int n;
+                const int *o = gen_output(e, sl[j], &n);
+                if (n == 3) { f[o[1]] += 1.0 / RUNS; f[16 + o[2]] += 1.0 / RUNS; }
+                gen_remove(e, sl[j]);
+            }
+        }
+        if (k) printf("# drafted %ld accepted %ld\n", gen_get_stats(e).drafted, gen_get_stats(e).accepted);
+        if (k) CHECK(gen_get_stats(e).drafted > 0 && gen_get_stats(e).accepted < gen_get_stats(e).drafted);
+        gen_free(e);
+    }
+    double tv1 = 0, tv2 = 0;
+    for (int i = 0; i < 16; i++) { tv1 += fabs(f0[i] - f1[i]) / 2; tv2 += fabs(f0[16 + i] - f1[16 + i]) / 2; }
+    printf("# tv %.4f %.4f\n", tv1, tv2);
+    CHECK(tv1 < 0.05 && tv2 < 0.05);
+    model_free(m);
+}
+
+int main(void)
+{
+    RUN(matmul_rows_invariant);
+    RUN(attention_rows_matches_reference);
+    RUN(batch_invariance);
+    RUN(extend_equals_recompute);
+    RUN(prefix_reuse_exact);
+    RUN(prefix_reuse_same_step);
+    RUN(mtp_greedy_identical);
+    RUN(mtp_sampling_distribution);
+    TEST_MAIN_END();
+}
