@@ -144,4 +144,20 @@ void swiglu_forward_ref(float *out, const float *gate, const float *up, size_t N
 void swiglu_backward_ref(float *dgate, float *dup, const float *dout,
                          const float *gate, const float *up, size_t N);
 
+/* Row-invariant kernels for the decoding engine (cpu/decode.c): row r of
+ * every output depends only on row r of the inputs, bit for bit, whatever
+ * N, the tile the row falls in and the thread count (batch invariance,
+ * exact KV-cache reuse, exact speculative verification).  Small calls run
+ * on one thread without opening a parallel region. */
+void matmul_rows(float *out, const float *inp, const float *w, int N, int C, int OC, float beta);
+/* R query rows q (R,H,D) -> out (R,H,D); row r attends to its own cache
+ * kc[r]/vc[r] (S,KV,D), positions 0..n_ctx[r]-1 (its own k/v included).
+ * scratch: attention_rows_scratch(max_ctx, H, KV) floats. */
+size_t attention_rows_scratch(int max_ctx, int H, int KV);
+void attention_rows(float *out, float *scratch, const float *q, float *const *kc,
+                    float *const *vc, const int *n_ctx, int R, int H, int KV, int D, int max_ctx);
+void rmsnorm_rows(float *out, const float *inp, const float *w, int N, int C, float eps);
+void swiglu_rows(float *out, const float *gate, const float *up, int N, int I);
+void rope_rows(float *x, const int *pos, const float *cos_t, const float *sin_t, int N, int nh, int D);
+
 #endif

@@ -1,0 +1,40 @@
+# decode.sh — the decoding engine through generate and rollout: batch
+# invariance down to the log-prob bits, MTP speculative decoding that does
+# not change greedy output, its counters, and the errors it refuses.
+. "$HAT_TOP/tests/cli/lib.sh"
+T=$(mktmp)
+export OMP_NUM_THREADS=1
+cat >"$T/cfg.json" <<'J'
+{"vocab_size":64,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
+ "num_attention_heads":4,"num_key_value_heads":2,"head_dim":8,"max_position_embeddings":128}
+J
+model-init --config "$T/cfg.json" --mtp 1 --std 0.3 --seed 3 -o "$T/mtp.ckpt"
+model-init --config "$T/cfg.json" --seed 3 -o "$T/plain.ckpt"
+i=0; while [ $i -lt 7 ]; do
+    awk -v s=$i 'BEGIN{n=3+s*4; printf "{\"id\":\"p%d\",\"ids\":[", s; for(t=0;t<n;t++) printf "%s%d", t?",":"", (s*5+t*7)%64; print "]}"}'
+    i=$((i+1))
+done >"$T/p.jsonl"
+G="--ckpt $T/mtp.ckpt --max-tokens 24 --logprobs"
+
+generate $G --temperature 1 --batch 1 "$T/p.jsonl" >"$T/s1.jsonl"
+generate $G --temperature 1 --batch 4 "$T/p.jsonl" >"$T/s4.jsonl"
+same "sampling: --batch 1 and 4, same ids and log-prob bits" "$T/s1.jsonl" "$T/s4.jsonl"
+OMP_NUM_THREADS=2 generate $G --temperature 1 --batch 3 "$T/p.jsonl" >"$T/s3.jsonl"
+same "another thread count and batch, same bits" "$T/s1.jsonl" "$T/s3.jsonl"
+
+generate $G --batch 4 "$T/p.jsonl" >"$T/g0.jsonl"
+for k in 1 3; do
+    ok "greedy --mtp $k" generate $G --batch 4 --mtp $k --stats -o "$T/g$k.jsonl" "$T/p.jsonl"
+    same "greedy --mtp $k = no MTP (ids and log-probs)" "$T/g0.jsonl" "$T/g$k.jsonl"
+done
+has "stats line" "$T/.err" '^\{"stats":\{"steps":[0-9]+,"rows":[0-9]+,"generated":168,"drafted":[1-9][0-9]*,"accepted":[0-9]+,"acceptance":'
+ok "sampling --mtp 2" generate $G --temperature 0.8 --top-k 20 --mtp 2 -o "$T/m2.jsonl" "$T/p.jsonl"
+generate $G --temperature 0.8 --top-k 20 --mtp 2 --batch 1 "$T/p.jsonl" >"$T/m2b.jsonl"
+same "sampling --mtp 2: batch invariant" "$T/m2.jsonl" "$T/m2b.jsonl"
+bad=$(jq -c 'select((.gen|length) != 24 or (.logprobs|length) != 24 or ([.logprobs[]|select(. > 0)]|length) > 0)' "$T/m2.jsonl" | wc -l)
+[ "$bad" = 0 ] && pass "sampling --mtp 2: full length, log-probs <= 0" || flunk "sampling --mtp 2 output" "$bad"
+
+fails "--mtp without an MTP module" 1 generate --ckpt "$T/plain.ckpt" --mtp 2 "$T/p.jsonl"
+has "--mtp message" "$T/.err" 'plain.ckpt: --mtp needs a checkpoint with an MTP module'
+fails "--mtp too large" 2 generate $G --mtp 9 "$T/p.jsonl"
+fails "--mtp not a number" 2 generate $G --mtp x "$T/p.jsonl"
