@@ -1,8 +1,11 @@
-/* generate — sample completions of tokenised prompts with the KV-cache
- * engine (continuous batching: finished sequences leave, queued ones join). */
+/* generate — sample completions of prompts (token ids, text, or a
+ * conversation under a harness) with the KV-cache engine (continuous
+ * batching: finished sequences leave, queued ones join). */
+#include "chat_encode.h"
 #include "ckpt.h"
 #include "cli.h"
 #include "generate.h"
+#include "harness.h"
 #include "jsonl.h"
 #include "util.h"
 
@@ -12,9 +15,16 @@
 
 static const char usage[] =
     "usage: generate --ckpt CKPT [options] [PROMPTS.jsonl]\n"
-    "Read prompts {\"ids\":[...]} (other keys such as \"id\" are copied) and write\n"
-    "one line per prompt, in input order: {...,\"gen\":[ids],\"finish\":\"stop\"|\"length\"}.\n"
+    "Read prompts {\"ids\":[...]}, {\"text\":\"...\"} or {\"messages\":[...],\"harness\"?:{...}}\n"
+    "(other keys such as \"id\" are copied) and write one line per prompt, in input\n"
+    "order: {...,\"gen\":[ids],\"text\":\"...\",\"finish\":\"stop\"|\"length\"} (\"text\" when\n"
+    "there is a tokenizer).  Conversations get the generation prompt and stop at\n"
+    "<|im_end|>.\n"
     "  --ckpt CKPT        checkpoint or Hugging Face directory\n"
+    "  --tokenizer FILE   tokenizer.json (default: the checkpoint's own)\n"
+    "  --harness H        harness for conversations without an inline one\n"
+    "  --stop-text S      stop when the text contains S (repeatable); \"text\"\n"
+    "                     ends before it\n"
     "  --max-tokens N     new tokens per prompt (default 64)\n"
     "  --temperature X    0 = greedy (default 0)\n"
     "  --top-k N          sample from the N likeliest tokens (default off)\n"
@@ -32,18 +42,50 @@ static const char usage[] =
     "  --skip-bad         skip malformed prompt lines\n"
     "  -o FILE            output (default stdout)\n";
 
-enum { O_CKPT = 1, O_MAX, O_TEMP, O_TOPK, O_TOPP, O_STOP, O_BATCH, O_LOGP, O_MTP, O_STATS };
+enum { O_CKPT = 1, O_MAX, O_TEMP, O_TOPK, O_TOPP, O_STOP, O_BATCH, O_LOGP, O_MTP, O_STATS,
+       O_TOK, O_HARNESS, O_STOPTEXT };
 
 typedef struct { json_t *in; int *ids; int n; json_t *out; } job;
 
-static json_t *finish(gen_engine *e, int slot, job *j, int logprobs)
+#define MAX_STOP_TEXT 16
+
+/* What turns ids into text and ends sequences on stop strings. */
+typedef struct {
+    const tokenizer *tok;            /* NULL: ids only */
+    const char *stop_text[MAX_STOP_TEXT];
+    int n_stop_text;
+} texter;
+
+/* The generated text so far (special tokens dropped) and, through *cut,
+ * where the first stop string starts (-1: none).  Caller frees. */
+static char *gen_text(const texter *x, gen_engine *e, int slot, size_t *len, long *cut)
+{
+    int n;
+    const int *ids = gen_output(e, slot, &n);
+    char *t = tok_decode(x->tok, ids, (size_t)n, TOK_SKIP_SPECIAL, len);
+    *cut = -1;
+    for (int i = 0; t && i < x->n_stop_text; i++) {
+        const char *p = memmem(t, *len, x->stop_text[i], strlen(x->stop_text[i]));
+        if (p && (*cut < 0 || p - t < *cut)) *cut = p - t;
+    }
+    return t;
+}
+
+static json_t *finish(const texter *x, gen_engine *e, int slot, job *j, int logprobs, int stopped)
 {
     int n;
     const int *ids = gen_output(e, slot, &n);
     json_t *o = json_deep_copy(j->in), *g = json_array(), *lp = json_array();
     for (int i = 0; i < n; i++) json_array_append_new(g, json_integer(ids[i]));
     json_object_set_new(o, "gen", g);
-    json_object_set_new(o, "finish", json_string(gen_status(e, slot) == GEN_STOP ? "stop" : "length"));
+    if (x->tok) {
+        size_t len;
+        long cut;
+        char *t = gen_text(x, e, slot, &len, &cut);
+        json_object_set_new(o, "text", json_stringn(t ? t : "", cut >= 0 ? (size_t)cut : (t ? len : 0)));
+        free(t);
+    }
+    json_object_set_new(o, "finish", json_string(stopped || gen_status(e, slot) == GEN_STOP ? "stop" : "length"));
     if (logprobs) {
         const float *l = gen_logprobs(e, slot);
         for (int i = 0; i < n; i++) json_array_append_new(lp, json_real(l[i]));
@@ -85,10 +127,13 @@ int main(int argc, char **argv)
         { "temperature", required_argument, NULL, O_TEMP }, { "top-k", required_argument, NULL, O_TOPK },
         { "top-p", required_argument, NULL, O_TOPP }, { "stop", required_argument, NULL, O_STOP },
         { "batch", required_argument, NULL, O_BATCH }, { "logprobs", no_argument, NULL, O_LOGP },
-        { "mtp", required_argument, NULL, O_MTP }, { "stats", no_argument, NULL, O_STATS }, { 0 } };
+        { "mtp", required_argument, NULL, O_MTP }, { "stats", no_argument, NULL, O_STATS },
+        { "tokenizer", required_argument, NULL, O_TOK }, { "harness", required_argument, NULL, O_HARNESS },
+        { "stop-text", required_argument, NULL, O_STOPTEXT }, { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
-    const char *path = NULL;
+    const char *path = NULL, *tok_path = NULL, *hpath = NULL;
+    texter x = { 0 };
     gen_params p = { .temperature = 0, .top_k = 0, .top_p = 1, .max_tokens = 64, .eos = -1 };
     int stops[64], n_stop = 0, batch = 16, logprobs = 0, stats = 0, opt;
     cli_init(argc, argv);
@@ -107,6 +152,13 @@ int main(int argc, char **argv)
         case O_LOGP: logprobs = 1; break;
         case O_MTP: p.mtp_k = (int)cli_long(&spec, "--mtp", optarg, 0, GEN_MTP_MAX); break;
         case O_STATS: stats = 1; break;
+        case O_TOK: tok_path = optarg; break;
+        case O_HARNESS: hpath = optarg; break;
+        case O_STOPTEXT:
+            if (x.n_stop_text == MAX_STOP_TEXT) cli_usage_error(&spec, "--stop-text: at most %d", MAX_STOP_TEXT);
+            if (!*optarg) cli_usage_error(&spec, "--stop-text: empty string");
+            x.stop_text[x.n_stop_text++] = optarg;
+            break;
         }
     }
     if (!path) cli_usage_error(&spec, "--ckpt is required");
@@ -121,6 +173,28 @@ int main(int argc, char **argv)
         return EXIT_FAIL;
     }
     p.eos = cfg->eos_token_id;
+    tokenizer *tok = NULL;
+    json_t *h = hpath ? harness_load(hpath) : NULL;
+    char *err = NULL;
+    if (hpath && !h) { ckpt_free(&k); return EXIT_FAIL; }
+    if (tok_path) tok = tok_load(tok_path, &err);
+    else if (k.tokenizer) {
+        json_t *tj = json_parse_named(k.tokenizer, k.tokenizer_len, path);
+        tok = tj ? tok_from_json(tj, &err) : NULL;
+        json_decref(tj);
+    }
+    if (err) {
+        hat_errat(tok_path ? tok_path : path, 0, "%s", err);
+        free(err);
+        json_decref(h);
+        ckpt_free(&k);
+        return EXIT_FAIL;
+    }
+    if (x.n_stop_text && !tok) cli_usage_error(&spec, "--stop-text needs a tokenizer (--tokenizer)");
+    x.tok = tok;
+    /* A conversation's turn ends with <|im_end|>. */
+    int im_end = tok ? tok_token_id(tok, "<|im_end|>") : -1;
+    if (im_end >= 0 && n_stop < 64) stops[n_stop++] = im_end;
     p.stop_ids = stops;
     p.n_stop = n_stop;
 
@@ -132,19 +206,23 @@ int main(int argc, char **argv)
     int maxlen = 0, rc = 0;
     json_t *v;
     while ((rc = jsonl_next(r, &v)) == 1) {
-        json_t *ids = json_object_get(v, "ids");
-        size_t n = json_array_size(ids);
-        int ok = json_is_array(ids) && n >= 1 && n + p.max_tokens <= (size_t)cfg->max_position_embeddings;
-        int *t = ok ? xmalloc(n * sizeof(int)) : NULL;
-        for (size_t i = 0; ok && i < n; i++) {
-            json_t *x = json_array_get(ids, i);
-            ok = json_is_integer(x) && json_integer_value(x) >= 0 && json_integer_value(x) < cfg->vocab_size;
-            if (ok) t[i] = (int)json_integer_value(x);
+        tok_ids ids = { 0 };
+        char *perr = NULL;
+        int ok = !prompt_encode(tok, v, h, &ids, &perr);
+        for (size_t i = 0; ok && i < ids.n; i++)
+            if (ids.v[i] >= cfg->vocab_size) {
+                perr = xasprintf("token id %d is outside the model's vocabulary (%d)", ids.v[i], cfg->vocab_size);
+                ok = 0;
+            }
+        if (ok && (ids.n < 1 || ids.n + p.max_tokens > (size_t)cfg->max_position_embeddings)) {
+            perr = xasprintf("the prompt has %zu tokens; 1..%d fit with --max-tokens %d", ids.n,
+                             cfg->max_position_embeddings - p.max_tokens, p.max_tokens);
+            ok = 0;
         }
         if (!ok) {
-            hat_errat(jsonl_name(r), jsonl_line(r), "need \"ids\": 1..%d token ids in [0, %d) (with --max-tokens %d)",
-                      cfg->max_position_embeddings - p.max_tokens, cfg->vocab_size, p.max_tokens);
-            free(t);
+            hat_errat(jsonl_name(r), jsonl_line(r), "%s", perr);
+            free(perr);
+            tok_ids_free(&ids);
             json_decref(v);
             if (!c.skip_bad) { rc = -1; break; }
             bad++;
@@ -152,11 +230,12 @@ int main(int argc, char **argv)
         }
         if (nj == cap) jobs = xrealloc(jobs, (cap = cap ? 2 * cap : 64) * sizeof *jobs);
         json_object_del(v, "ids");
-        jobs[nj++] = (job){ v, t, (int)n, NULL };
-        if ((int)n + p.max_tokens + 1 > maxlen) maxlen = (int)n + p.max_tokens + 1;
+        int n = (int)ids.n;
+        jobs[nj++] = (job){ v, ids.v, n, NULL };
+        if (n + p.max_tokens + 1 > maxlen) maxlen = n + p.max_tokens + 1;
     }
     if (bad) hat_errat(jsonl_name(r), 0, "skipped %ld bad lines", bad);
-    if (jsonl_close(r) || rc < 0) { ckpt_free(&k); return EXIT_FAIL; }
+    if (jsonl_close(r) || rc < 0) { tok_free(tok); json_decref(h); ckpt_free(&k); return EXIT_FAIL; }
 
     hat_out *o = out_open(c.output);
     if (!o) { ckpt_free(&k); return EXIT_FAIL; }
@@ -177,8 +256,17 @@ int main(int argc, char **argv)
         gen_step(e);
         for (int s = 0; s < batch; s++) {
             long j = slot_job[s];
-            if (j < 0 || gen_status(e, s) == GEN_RUNNING) continue;
-            jobs[j].out = finish(e, s, &jobs[j], logprobs);
+            if (j < 0) continue;
+            int stopped = 0;
+            if (gen_status(e, s) == GEN_RUNNING) {
+                if (!x.n_stop_text) continue;
+                size_t len;
+                long cut;
+                free(gen_text(&x, e, s, &len, &cut));
+                if (cut < 0) continue;
+                stopped = 1;              /* a stop string: the sequence ends here */
+            }
+            jobs[j].out = finish(&x, e, s, &jobs[j], logprobs, stopped);
             gen_remove(e, s);
             slot_job[s] = -1;
             live--;
@@ -197,6 +285,8 @@ int main(int argc, char **argv)
     gen_free(e);
     free(slot_job);
     free(jobs);
+    tok_free(tok);
+    json_decref(h);
     ckpt_free(&k);
     if (rc) { out_abort(o); return EXIT_FAIL; }
     return out_close(o) ? EXIT_FAIL : EXIT_OK;

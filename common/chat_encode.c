@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "util.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,4 +51,47 @@ int record_encode(const tokenizer *t, const json_t *rec, const json_t *harness,
         return encode_chat(t, rec, harness, ids, mask, err);
     *err = xstrdup("record has neither a string \"text\" nor a \"messages\" array");
     return -1;
+}
+
+int prompt_encode(const tokenizer *t, const json_t *rec, const json_t *harness, tok_ids *ids,
+                  char **err)
+{
+    const json_t *text = json_object_get(rec, "text"), *msgs = json_object_get(rec, "messages");
+    if (!t && (text || msgs)) {
+        *err = xstrdup("a text or chat prompt needs a tokenizer (the checkpoint has none; give --tokenizer)");
+        return -1;
+    }
+    if (json_is_string(text)) {
+        if (tok_encode(t, json_string_value(text), json_string_length(text), ids) >= 0) return 0;
+        *err = xstrdup("\"text\" is not valid UTF-8");
+        return -1;
+    }
+    if (json_is_array(msgs)) {
+        const json_t *h = json_object_get(rec, "harness");
+        if (!h) h = harness;
+        chat_text ct;
+        chat_opts o = CHAT_OPTS_INIT;
+        o.add_generation_prompt = 1;
+        o.tools = json_object_get(rec, "tools");
+        if ((h ? harness_render(&ct, h, msgs, &o, err) : chat_render(&ct, msgs, &o, err))) return -1;
+        int rc = tok_encode(t, ct.text, ct.len, ids);
+        chat_text_free(&ct);
+        if (rc < 0) { *err = xstrdup("conversation is not valid UTF-8"); return -1; }
+        return 0;
+    }
+    const json_t *a = json_object_get(rec, "ids");
+    if (!json_is_array(a)) {
+        *err = xstrdup("a prompt needs \"ids\", a string \"text\" or a \"messages\" array");
+        return -1;
+    }
+    size_t i;
+    json_t *x;
+    json_array_foreach(a, i, x) {
+        if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > INT32_MAX) {
+            *err = xasprintf("ids[%zu] is not a token id", i);
+            return -1;
+        }
+        tok_ids_push(ids, (int)json_integer_value(x));
+    }
+    return 0;
 }

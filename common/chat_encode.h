@@ -22,4 +22,15 @@
 int record_encode(const tokenizer *t, const json_t *rec, const json_t *harness,
                   tok_ids *ids, tok_ids *mask, char **err);
 
+/* A prompt for generation → ids ending where the model should continue:
+ *   {"ids": [...]}                          as given
+ *   {"text": "..."}                         the text, encoded as is
+ *   {"messages": [...], "harness"?: {...}}  rendered through the inline
+ *                                           harness (or the default one, or
+ *                                           none) with the generation prompt
+ *                                           "<|im_start|>assistant\n"
+ * Appends to ids.  0, or -1 with *err (malloc'd). */
+int prompt_encode(const tokenizer *t, const json_t *rec, const json_t *harness, tok_ids *ids,
+                  char **err);
+
 #endif

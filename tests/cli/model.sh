@@ -78,4 +78,4 @@ has "logprobs present" "$T/s1.jsonl" '"logprobs":\[-[0-9]'
 ok "generate stop id" generate --ckpt "$FX" --max-tokens 8 --stop 53 "$T/p.jsonl"
 has "stops at the id" "$T/.out" '"gen":\[58,58,58,53\],"finish":"stop"'
 printf '{"ids":[]}\n' | generate --ckpt "$FX" >/dev/null 2>"$T/e"; rc=$?
-if [ $rc -eq 1 ] && grep -q '<stdin>:1: need "ids"' "$T/e"; then pass "generate bad prompt"; else flunk "generate bad prompt" "rc $rc"; fi
+if [ $rc -eq 1 ] && grep -q '<stdin>:1: the prompt has 0 tokens' "$T/e"; then pass "generate bad prompt"; else flunk "generate bad prompt" "rc $rc"; fi

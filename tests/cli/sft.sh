@@ -63,3 +63,25 @@ fails "a bad trajectory line" 1 sft-step --init "$T/base.ckpt" --data "$HAT_TOP/
 printf '%s\n' '{"messages":[{"role":"wizard","content":"x"}]}' >"$T/bad.jsonl"
 fails "an unknown role" 1 sft-step --init "$T/base.ckpt" --data "$T/bad.jsonl" --steps 1 -o "$T/z.ckpt"
 has "unknown role named" "$T/.err" "bad.jsonl:1: .*wizard"
+
+# --- generate on text and conversations, with stop strings ---------------------
+printf '%s\n' '{"id":"t","text":"@Lily hi"}' >"$T/ptext.jsonl"
+ok "generate on a text prompt" generate --ckpt "$T/a.ckpt" --max-tokens 12 -o "$T/g1.jsonl" "$T/ptext.jsonl"
+jq -e '(.gen | length) <= 12 and (.text | type) == "string" and .id == "t"' "$T/g1.jsonl" >/dev/null \
+    && pass "text prompt: ids and text out" || flunk "text prompt: ids and text out" "$(cat "$T/g1.jsonl")"
+s=$(jq -r '.text | .[2:3]' "$T/g1.jsonl")
+if [ -n "$s" ]; then
+    ok "generate --stop-text" generate --ckpt "$T/a.ckpt" --max-tokens 12 --stop-text "$s" -o "$T/g2.jsonl" "$T/ptext.jsonl"
+    want=$(jq -r --arg s "$s" '.text | .[0:index($s)]' "$T/g1.jsonl")
+    jq -e --arg w "$want" '.text == $w and .finish == "stop"' "$T/g2.jsonl" >/dev/null \
+        && pass "text ends before the stop string" || flunk "text ends before the stop string" "want '$want': $(cat "$T/g2.jsonl")"
+else
+    flunk "generate --stop-text" "greedy text too short: $(cat "$T/g1.jsonl")"
+fi
+printf '%s\n' '{"id":"c","messages":[{"role":"user","content":"Lily: how much is it?"}]}' >"$T/pchat.jsonl"
+ok "generate on a conversation under a harness" generate --ckpt "$T/a.ckpt" --harness "$HAT_TOP/examples/harness" \
+    --max-tokens 6 -o "$T/g3.jsonl" "$T/pchat.jsonl"
+jq -e '.id == "c" and (.gen | length) >= 1' "$T/g3.jsonl" >/dev/null && pass "conversation prompt decoded" || flunk "conversation prompt decoded"
+fails "text prompts need a tokenizer" 1 generate --ckpt "$T/bare.ckpt" "$T/ptext.jsonl"
+has "tokenizer message" "$T/.err" "ptext.jsonl:1: a text or chat prompt needs a tokenizer"
+fails "--stop-text needs a tokenizer" 2 generate --ckpt "$T/bare.ckpt" --stop-text x "$T/ptext.jsonl"
