@@ -318,8 +318,10 @@ static void test_scheduler(void)
     CHECK(json_is_object(json_object_get(resp, "error")));
     json_decref(resp);
     json_decref(b2);
-    CHECK_EQ_INT(serve_run(s, SERVE_CHAT, json_pack("{s:[{s:s,s:s}]}", "messages", "role", "user", "content", "x"), &resp), 503);
+    json_t *b3 = json_pack("{s:[{s:s,s:s}]}", "messages", "role", "user", "content", "x");
+    CHECK_EQ_INT(serve_run(s, SERVE_CHAT, b3, &resp), 503);
     json_decref(resp);
+    json_decref(b3);
     /* a reload that fails keeps the harness; one that works swaps it */
     char *err = NULL;
     CHECK_EQ_INT(serve_reload_now(s, "/nonexistent/harness", &err), -1);
@@ -440,7 +442,6 @@ int main(void)
     free(hp);
     json_t *wj = world_generate(2, 30);
     W = wj ? world_from_json(wj, "world") : NULL;
-    json_decref(wj);
     CHECK(H && W);
     if (H && W) {
         RUN(test_scheduler);
