@@ -313,11 +313,12 @@ static char *teacher_policy(void *ctx, const json_t *h, const json_t *messages, 
 
 /* ---- harness reload --------------------------------------------------------------- */
 
-static __thread long long sig_acc;
+static __thread unsigned long long sig_acc;   /* unsigned: the mix wraps */
 static int sig_one(const char *path, const struct stat *st, int flag, struct FTW *f)
 {
-    sig_acc = sig_acc * 1000003 + (long long)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec +
-              (long long)st->st_size * 7 + (long long)st->st_ino;
+    sig_acc = sig_acc * 1000003u + (unsigned long long)st->st_mtim.tv_sec * 1000000000u +
+              (unsigned long long)st->st_mtim.tv_nsec + (unsigned long long)st->st_size * 7u +
+              (unsigned long long)st->st_ino;
     return 0;
 }
 
@@ -327,7 +328,7 @@ static long long harness_signature(const char *path)
 {
     sig_acc = 1;
     if (nftw(path, sig_one, 16, FTW_PHYS) != 0) return 0;
-    return sig_acc;
+    return (long long)(sig_acc >> 1);           /* fits, and is never negative */
 }
 
 json_t *serve_harness(serve *s)
