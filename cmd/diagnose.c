@@ -143,17 +143,7 @@ static int run_evolve(opts *o)
     json_t *h = NULL, *h2 = NULL, *cases = NULL, *res = NULL;
     char *err = NULL;
     if (ckpt_load(&k, o->ckpt)) goto done;
-    if (o->tok) {
-        if (!(t = tok_load(o->tok, &err))) { hat_errat(o->tok, 0, "%s", err); goto done; }
-    } else if (!k.tokenizer) {
-        hat_errat(o->ckpt, 0, "the checkpoint has no tokenizer.json (give --tokenizer FILE)");
-        goto done;
-    } else {
-        json_t *tj = json_parse_named(k.tokenizer, k.tokenizer_len, "tokenizer.json");
-        t = tj ? tok_from_json(tj, &err) : NULL;
-        json_decref(tj);
-        if (!t) { hat_errat(o->ckpt, 0, "tokenizer.json: %s", err ? err : "unreadable"); goto done; }
-    }
+    if (ckpt_tokenizer(&k, o->ckpt, o->tok, 1, &t)) goto done;
     if (!(w = world_load(o->world)) || !(h = harness_load(o->harness)) || !(h2 = harness_load(o->edited)) ||
         !(cases = load_cases(o->cases)))
         goto done;

@@ -175,17 +175,7 @@ int main(int argc, char **argv)
     p.eos = cfg->eos_token_id;
     tokenizer *tok = NULL;
     json_t *h = hpath ? harness_load(hpath) : NULL;
-    char *err = NULL;
-    if (hpath && !h) { ckpt_free(&k); return EXIT_FAIL; }
-    if (tok_path) tok = tok_load(tok_path, &err);
-    else if (k.tokenizer) {
-        json_t *tj = json_parse_named(k.tokenizer, k.tokenizer_len, path);
-        tok = tj ? tok_from_json(tj, &err) : NULL;
-        json_decref(tj);
-    }
-    if (err) {
-        hat_errat(tok_path ? tok_path : path, 0, "%s", err);
-        free(err);
+    if ((hpath && !h) || ckpt_tokenizer(&k, path, tok_path, 0, &tok)) {
         json_decref(h);
         ckpt_free(&k);
         return EXIT_FAIL;

@@ -75,25 +75,6 @@ enum { O_INIT = 1, O_TOK, O_REF, O_WORLD, O_HARNESS, O_STEPS, O_RESUME, O_GROUPS
        O_EPOCHS, O_MB, O_LR, O_MINLR, O_WARMUP, O_SCHED, O_TOTAL, O_WD, O_BETA2, O_CLIP,
        O_METRICS, O_SAVE };
 
-static tokenizer *load_tokenizer(const ckpt *k, const char *ckpath, const char *tpath)
-{
-    char *err = NULL;
-    tokenizer *t = NULL;
-    if (tpath) {
-        t = tok_load(tpath, &err);
-        if (!t) hat_errat(tpath, 0, "%s", err);
-    } else if (!k->tokenizer) {
-        hat_errat(ckpath, 0, "the checkpoint has no tokenizer.json (give --tokenizer FILE)");
-    } else {
-        json_t *j = json_parse_named(k->tokenizer, k->tokenizer_len, "tokenizer.json");
-        t = j ? tok_from_json(j, &err) : NULL;
-        if (j && !t) hat_errat(ckpath, 0, "tokenizer.json: %s", err);
-        json_decref(j);
-    }
-    free(err);
-    return t;
-}
-
 /* Every task line of the inputs into one array; bad lines stop (or are
  * counted with skip_bad). */
 static json_t *load_tasks(int n, char **paths, int skip_bad)
@@ -302,7 +283,7 @@ int main(int argc, char **argv)
         if (ckpt_load(&kr, refp)) { rc = -1; goto out; }
         have_ref = 1;
     }
-    if (!(t = load_tokenizer(&k, init, tpath))) { rc = -1; goto out; }
+    if (ckpt_tokenizer(&k, init, tpath, 1, &t)) { rc = -1; goto out; }
     if (!(w = world_load(wpath))) { rc = -1; goto out; }
     if (!(h0 = harness_load(hpath))) { rc = -1; goto out; }
     if (!(tasks = load_tasks(argc - optind, argv + optind, c.skip_bad))) { rc = -1; goto out; }

@@ -83,27 +83,6 @@ static const json_t *case_task(const json_t *line, json_t **extra, char **err)
     return task;
 }
 
-/* Tokenizer: --tokenizer, else the checkpoint's member. */
-static tokenizer *load_tokenizer(const ckpt *k, const char *ckpath, const char *tpath)
-{
-    char *err = NULL;
-    tokenizer *t = NULL;
-    if (tpath) {
-        t = tok_load(tpath, &err);
-        if (!t) hat_errat(tpath, 0, "%s", err);
-    } else if (!k->tokenizer) {
-        hat_errat(ckpath, 0, "the checkpoint has no tokenizer.json (give --tokenizer FILE, or "
-                  "model-init --tokenizer)");
-    } else {
-        json_t *j = json_parse_named(k->tokenizer, k->tokenizer_len, "tokenizer.json");
-        t = j ? tok_from_json(j, &err) : NULL;
-        if (j && !t) hat_errat(ckpath, 0, "tokenizer.json: %s", err);
-        json_decref(j);
-    }
-    free(err);
-    return t;
-}
-
 static double now(void)
 {
     struct timespec ts;
@@ -176,7 +155,7 @@ int main(int argc, char **argv)
     jobs J = { 0 };
     char *err = NULL;
     if (ckpt_load(&k, ckpath)) { rc = -1; goto out; }
-    if (!(t = load_tokenizer(&k, ckpath, tpath))) { rc = -1; goto out; }
+    if (ckpt_tokenizer(&k, ckpath, tpath, 1, &t)) { rc = -1; goto out; }
     if (max_ctx > k.m->cfg.max_position_embeddings) max_ctx = k.m->cfg.max_position_embeddings;
     if (!(w = world_load(wpath))) { rc = -1; goto out; }
     if (hpath && !(h0 = harness_load(hpath))) { rc = -1; goto out; }

@@ -55,25 +55,6 @@ static serve *the_server;
 static void on_stop(int sig) { stop_flag = 1; }
 static void on_hup(int sig) { if (the_server) serve_request_reload(the_server); }
 
-static tokenizer *load_tokenizer(const ckpt *k, const char *ckpath, const char *tpath)
-{
-    char *err = NULL;
-    tokenizer *t = NULL;
-    if (tpath) {
-        t = tok_load(tpath, &err);
-        if (!t) hat_errat(tpath, 0, "%s", err);
-    } else if (!k->tokenizer) {
-        hat_errat(ckpath, 0, "the checkpoint has no tokenizer.json (give --tokenizer FILE)");
-    } else {
-        json_t *j = json_parse_named(k->tokenizer, k->tokenizer_len, "tokenizer.json");
-        t = j ? tok_from_json(j, &err) : NULL;
-        if (j && !t) hat_errat(ckpath, 0, "tokenizer.json: %s", err);
-        json_decref(j);
-    }
-    free(err);
-    return t;
-}
-
 int main(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -150,7 +131,7 @@ int main(int argc, char **argv)
     serve *s = NULL;
     char *err = NULL;
     if (ckpath && ckpt_load(&k, ckpath)) { rc = -1; goto out; }
-    if (ckpath && !(t = load_tokenizer(&k, ckpath, tpath))) { rc = -1; goto out; }
+    if (ckpath && ckpt_tokenizer(&k, ckpath, tpath, 1, &t)) { rc = -1; goto out; }
     if (!(w = world_load(wpath))) { rc = -1; goto out; }
     if (!(h = harness_load(hpath))) { rc = -1; goto out; }
     sc.m = k.m;

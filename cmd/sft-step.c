@@ -147,15 +147,9 @@ int main(int argc, char **argv)
     train_data d;
     train_encoder enc = { NULL, NULL };
     json_t *h = hpath ? harness_load(hpath) : NULL;
-    int bad = hpath && !h;
-    char *err = NULL;
-    if (!bad && tok_path) bad = !(enc.tok = tok_load(tok_path, &err));
-    else if (!bad && k.tokenizer) {
-        json_t *tj = json_parse_named(k.tokenizer, k.tokenizer_len, init);
-        bad = !tj || !(enc.tok = tok_from_json(tj, &err));
-        json_decref(tj);
-    }
-    if (err) { hat_errat(tok_path ? tok_path : init, 0, "%s", err); free(err); }
+    tokenizer *tok = NULL;
+    int bad = (hpath && !h) || ckpt_tokenizer(&k, init, tok_path, 0, &tok);
+    enc.tok = tok;
     if (!bad && enc.tok && tok_vocab_size(enc.tok) > m->cfg.vocab_size) {
         hat_errat(tok_path ? tok_path : init, 0, "tokenizer has %d ids, the model only %d",
                   tok_vocab_size(enc.tok), m->cfg.vocab_size);

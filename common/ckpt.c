@@ -408,3 +408,25 @@ int ckpt_export_hf(const ckpt *c, const char *dir, int dtype)
     members_free(&s);
     return rc;
 }
+
+int ckpt_tokenizer(const ckpt *c, const char *ckpath, const char *tpath, int required,
+                   tokenizer **out)
+{
+    char *err = NULL;
+    *out = NULL;
+    if (tpath) {
+        if (!(*out = tok_load(tpath, &err))) hat_errat(tpath, 0, "%s", err);
+    } else if (!c->tokenizer) {
+        if (!required) return 0;
+        hat_errat(ckpath, 0, "the checkpoint has no tokenizer.json (give --tokenizer FILE, "
+                  "or model-init --tokenizer)");
+        return -1;
+    } else {
+        json_t *j = json_parse_named(c->tokenizer, c->tokenizer_len, ckpath);
+        *out = j ? tok_from_json(j, &err) : NULL;
+        if (j && !*out) hat_errat(ckpath, 0, "tokenizer.json: %s", err);
+        json_decref(j);
+    }
+    free(err);
+    return *out ? 0 : -1;
+}

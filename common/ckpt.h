@@ -16,6 +16,7 @@
 #define HAT_CKPT_H
 
 #include "model.h"
+#include "tokenizer.h"
 #include "safetensors.h"
 
 #include <jansson.h>
@@ -31,6 +32,12 @@ typedef struct {
 
 /* Load a .ckpt file or a model directory.  0, or -1 after a diagnostic. */
 int  ckpt_load(ckpt *c, const char *path);
+/* The tokenizer to use with a loaded checkpoint: tpath if given, else the
+ * bundled tokenizer.json.  *out is NULL when neither exists and required
+ * is 0.  Returns 0, or -1 after a diagnostic naming the file (a missing
+ * tokenizer when required says how to give one). */
+int  ckpt_tokenizer(const ckpt *c, const char *ckpath, const char *tpath, int required,
+                    tokenizer **out);
 /* Write atomically (temp file + rename).  dtype: ST_F32 or ST_BF16 for
  * the model tensors; optimizer state is always F32. */
 int  ckpt_save(const ckpt *c, const char *path, int dtype);
