@@ -46,6 +46,64 @@ PROGS    := $(patsubst cmd/%.c,$(BIN)/%,$(wildcard cmd/*.c))
 UNIT     := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 DEPS_OK  := build/.deps-ok
 
+# --- CUDA back end (kernels/cuda/; man 7 hat, GPU) ------------------------
+#   CUDA=auto  (default) on when nvcc is found: PATH, then /usr/local/cuda/bin
+#   CUDA=1     required (stop if nvcc is missing);  CUDA=0  off
+# Builds on machines without a GPU; the programs still start there (the
+# CUDA runtime finds no driver and device_available() says 0).  SAN=1
+# leaves it off unless CUDA=1 is given: ASan's shadow memory and the CUDA
+# driver's address-space reservations collide on GPU machines.
+# kernels/cuda/*.c (the --device parsing) is plain C and always built.
+CUDA      ?= auto
+NVCC      ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+NVCC_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
+             -gencode arch=compute_90,code=compute_90
+ifeq ($(CUDA),1)
+  ifeq ($(NVCC),)
+    $(error CUDA=1 but nvcc was not found (PATH or /usr/local/cuda/bin))
+  endif
+  HAVE_CUDA := 1
+  CUDA_WHY  := CUDA=1
+else ifeq ($(CUDA),auto)
+  HAVE_CUDA := $(if $(NVCC),$(if $(filter 1,$(SAN)),0,1),0)
+  CUDA_WHY  := $(if $(NVCC),$(if $(filter 1,$(SAN)),SAN=1; CUDA=1 SAN=1 forces it,auto),nvcc not found; CUDA=1 to require it)
+else
+  HAVE_CUDA := 0
+  CUDA_WHY  := CUDA=$(CUDA)
+endif
+LIB_SRC   += $(wildcard kernels/cuda/*.c)
+LIB_OBJ   += $(patsubst %.c,$(BUILD)/%.o,$(wildcard kernels/cuda/*.c))
+GPU_BENCH := $(BUILD)/gpu/bench
+# Objects whose flags depend on the setting rebuild when it changes.
+CUDA_STAMP := $(BUILD)/cuda.stamp
+$(shell mkdir -p $(BUILD) && { [ "$$(cat $(CUDA_STAMP) 2>/dev/null)" = "$(HAVE_CUDA)" ] || echo $(HAVE_CUDA) > $(CUDA_STAMP); })
+ifeq ($(HAVE_CUDA),1)
+  CUDA_HOME   := $(patsubst %/bin/nvcc,%,$(NVCC))
+  CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
+  NVCCFLAGS   ?= -O3
+  NVCCFLAGS   += -std=c++17 $(NVCC_ARCH) -lineinfo -Icommon -Ikernels -DHAT_CUDA \
+                 -Xcompiler -Wall,-Wextra,-Wno-unused-parameter
+  CFLAGS      += -DHAT_CUDA
+  LDFLAGS     += -Wl,--as-needed
+  LDLIBS      += -L$(CUDA_LIBDIR) -Wl,-rpath,$(CUDA_LIBDIR) -lcudart -lcublas -lcublasLt -lnccl -lstdc++
+  CUDA_OBJ    := $(patsubst %.cu,$(BUILD)/%.cu.o,$(wildcard kernels/cuda/*.cu))
+  LIB_OBJ     += $(CUDA_OBJ)
+  $(if $(MAKELEVEL:0=),,$(info hat: CUDA back end ON ($(CUDA_WHY)): $(NVCC), $(shell $(NVCC) --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'), libs in $(CUDA_LIBDIR)))
+else
+  $(if $(MAKELEVEL:0=),,$(info hat: CUDA back end off ($(CUDA_WHY))))
+endif
+$(BUILD)/%.cu.o: %.cu $(CUDA_STAMP) | $(DEPS_OK)
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -MMD -MP -MF $(@:.o=.d) -c -o $@ $<
+# device_select.o is in the library, so the archive follows the setting too.
+$(BUILD)/kernels/cuda/device_select.o $(BUILD)/tests/unit/test_cuda.o $(BUILD)/tests/gpu/bench.o: $(CUDA_STAMP)
+$(GPU_BENCH): $(BUILD)/tests/gpu/bench.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+.PHONY: gpu-bench
+gpu-bench: $(GPU_BENCH)
+# --- end of the CUDA block ------------------------------------------------
+
 .PHONY: all check demo bench install deps clean help
 all: $(PROGS)
 

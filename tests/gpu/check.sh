@@ -1,0 +1,93 @@
+#!/bin/sh
+# check.sh — the prepared GPU check (man 7 hat, GPU): one short run that
+# builds the CUDA back end, runs the parity suite and a benchmark, and
+# prints JSON lines on stdout (logs on stderr and under $OUT or
+# build/gpu-check).  Run from the repo root on a machine with a GPU:
+#     sh tests/gpu/check.sh
+# Budget: under 5 minutes on one H200 (build ~2 min on 16 cores, parity
+# seconds, benchmark ~1 min).  Exit status 0 only when the build and every
+# parity test passed; the benchmark reports, it does not judge.
+# No Debian -dev packages on that machine?  Run tests/gpu/fetch-debs.sh
+# here and carry .debs/: they are unpacked into a private prefix.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top" || exit 1
+t0=$(date +%s)
+logs=${OUT:-$top/build/gpu-check}
+mkdir -p "$logs" build
+el() { echo $(( $(date +%s) - t0 )); }
+
+# --- libraries carried as .debs (fetch-debs.sh), in /opt/hat-deps
+if [ -d .debs ] && ls .debs/*.deb >/dev/null 2>&1; then
+    p=/opt/hat-deps
+    for f in .debs/*.deb; do dpkg -x "$f" "$p"; done
+    ml=$p/usr/lib/x86_64-linux-gnu
+    export PKG_CONFIG_SYSROOT_DIR=$p PKG_CONFIG_LIBDIR=$ml/pkgconfig:$p/usr/share/pkgconfig
+    export LIBRARY_PATH=$ml:$ml/openblas-pthread${LIBRARY_PATH:+:$LIBRARY_PATH}
+    export LD_LIBRARY_PATH=$ml:$ml/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    export CPATH=$p/usr/include:$p/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}
+    command -v pkg-config >/dev/null || export PATH=$p/usr/bin:$PATH
+    [ -e $p/usr/bin/pkg-config ] || ln -sf pkgconf $p/usr/bin/pkg-config
+fi
+
+# --- the machine
+gpu=$(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader 2>/dev/null | head -n 1)
+echo "{\"check\":\"machine\",\"gpu\":\"$gpu\",\"nvcc\":\"$(nvcc --version 2>/dev/null | sed -n 's/.*release \([0-9.]*\).*/\1/p')\",\"cores\":$(nproc)}"
+cap=$(echo "$gpu" | awk -F', ' '{print $4}' | tr -d '.')
+[ -n "$cap" ] || cap=90
+arch=${NVCC_ARCH:-"-gencode arch=compute_$cap,code=sm_$cap"}
+
+# --- build (the deps stamp: packages come from the image or .debs, not apt)
+missing=""
+for lib in jansson zlib libarchive readline openblas libpcre2-8 libutf8proc libmicrohttpd; do
+    pkg-config --exists "$lib" 2>/dev/null || missing="$missing $lib"
+done
+if [ -n "$missing" ]; then
+    echo "{\"check\":\"build\",\"ok\":false,\"missing_libraries\":\"${missing# }\",\"hint\":\"run tests/gpu/fetch-debs.sh where apt works and carry .debs\"}"
+    exit 1
+fi
+touch build/.deps-ok
+if ! make CUDA=1 NVCC_ARCH="$arch" -j"$(nproc)" build/rel/tests/test_cuda gpu-bench >"$logs/build.log" 2>&1; then
+    echo "{\"check\":\"build\",\"ok\":false,\"seconds\":$(el)}"
+    tail -n 40 "$logs/build.log" >&2
+    exit 1
+fi
+echo "{\"check\":\"build\",\"ok\":true,\"arch\":\"sm_$cap\",\"seconds\":$(el)}"
+
+# --- parity: every cuda_ kernel against the CPU kernels
+timeout 180 build/rel/tests/test_cuda >"$logs/parity.log" 2>&1
+rc=$?
+pass=$(grep -c '^ok ' "$logs/parity.log")
+skip=$(grep -c '^ok .*# skip no CUDA' "$logs/parity.log")
+fail=$(grep -c '^not ok ' "$logs/parity.log")
+echo "{\"check\":\"parity\",\"rc\":$rc,\"passed\":$((pass - skip)),\"skipped\":$skip,\"failed\":$fail,\"seconds\":$(el)}"
+cat "$logs/parity.log" >&2
+
+# --- benchmark: the largest bench config, a bigger synthetic one, decoding
+cfg=""
+for f in "${HAT_SHARED:-$top/../shared}/bench/configs.json" "$top/shared/bench/configs.json"; do
+    [ -f "$f" ] || continue
+    cfg=$(python3 -c '
+import json, sys
+c = [x for x in json.load(open(sys.argv[1]))["configs"] if x["name"] == "small"][0]
+print("%d,%d,%d,%d,%d,%d,%d" % (c["vocab_size"], c["hidden_size"], c["intermediate_size"],
+      c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]),
+      "%d,%d" % (c["B"], c["T"]))' "$f") && break
+done
+if [ -z "$cfg" ]; then
+    # ../shared does not travel to a device machine: the 'small' entry of
+    # ../shared/bench/configs.json as it was when this script was written.
+    cfg="8192,512,1536,8,8,4,64 4,512"
+    echo '{"check":"config","small":"built-in copy (configs.json not found)"}'
+fi
+small_model=${cfg% *}
+small_bt=${cfg#* }
+timeout 240 build/rel/gpu/bench --matmul \
+    --train "small:$small_model,$small_bt" \
+    --train "synthetic-0.5b:32768,2048,6144,8,16,8,128,8,1024" \
+    --decode "small:$small_model,512" \
+    --decode "qwen3-1.7b-shape:151936,2048,6144,28,16,8,128,1024" 2>"$logs/bench.err"
+brc=$?
+[ $brc -eq 0 ] || { echo "{\"check\":\"bench\",\"rc\":$brc}"; cat "$logs/bench.err" >&2; }
+echo "{\"check\":\"done\",\"seconds\":$(el)}"
+[ "$rc" -eq 0 ] && [ "$fail" -eq 0 ] && [ "$skip" -eq 0 ]

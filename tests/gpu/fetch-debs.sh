@@ -1,0 +1,28 @@
+#!/bin/sh
+# fetch-debs.sh — run HERE (a Debian machine with apt), not on the GPU
+# machine: downloads the Debian packages hat builds against, with their
+# library dependencies, into .debs/ at the repo root, for a GPU machine
+# whose image lacks them and cannot reach a registry.  check.sh unpacks
+# them into a private prefix there (never over the image's own /usr).
+# Add .debs/ to .git/info/exclude and name it in the device tool's carry.
+# The base system (libc, libstdc++, libgomp, ...) is assumed present, and
+# only the pthread build of OpenBLAS is taken: about 30 MiB in all.
+set -eu
+top=$(cd "$(dirname "$0")/../.." && pwd)
+pkgs="libjansson-dev zlib1g-dev libarchive-dev libreadline-dev libopenblas-dev
+      libpcre2-dev libutf8proc-dev libmicrohttpd-dev pkgconf"
+skip=" dpkg gcc-12-base install-info libc6 libc6-dev libc-dev-bin libcrypt-dev libcrypt1
+       linux-libc-dev libgcc-s1 libstdc++6 libgomp1 tar ncurses-bin libselinux1 rpcsvc-proto
+       libtirpc-common libtirpc-dev libtirpc3 libnsl-dev libnsl2 libmd0 readline-common
+       libopenblas0-openmp libopenblas0-serial libopenblas-openmp-dev libopenblas-serial-dev "
+skip=" $(echo $skip) "          # one line, one space between names
+all=$(apt-cache depends --recurse --no-recommends --no-suggests --no-conflicts --no-breaks \
+      --no-replaces --no-enhances $pkgs | grep -v '^ \|<' | sort -u)
+want=""
+for p in $all; do
+    case "$skip" in *" $p "*) ;; *) want="$want $p" ;; esac
+done
+mkdir -p "$top/.debs"
+cd "$top/.debs"
+apt-get download $want
+du -sh "$top/.debs"
