@@ -72,7 +72,7 @@ enum { O_INIT = 1, O_TOK, O_REF, O_WORLD, O_HARNESS, O_STEPS, O_RESUME, O_GROUPS
        O_MIX, O_NOHSA, O_VOCAB, O_PSID, O_PSC, O_PTOOLS, O_PPROMPT, O_PHOOKS, O_DIMS, O_P,
        O_TEMP, O_TOPK, O_TOPP, O_MAXTOK, O_TURNS, O_GENTOK, O_CTX, O_RBATCH, O_NOTHINK,
        O_JCFG, O_WEIGHTS, O_NOSTD, O_GDPO, O_SPLIT, O_LOSS, O_IMP, O_EPS, O_EPSH, O_BETA,
-       O_EPOCHS, O_MB, O_LR, O_MINLR, O_WARMUP, O_SCHED, O_TOTAL, O_WD, O_BETA2, O_CLIP,
+       O_EPOCHS, O_MB,
        O_METRICS, O_SAVE };
 
 /* Every task line of the inputs into one array; bad lines stop (or are
@@ -148,11 +148,8 @@ int main(int argc, char **argv)
         { "importance", required_argument, NULL, O_IMP }, { "epsilon", required_argument, NULL, O_EPS },
         { "epsilon-high", required_argument, NULL, O_EPSH }, { "beta", required_argument, NULL, O_BETA },
         { "epochs", required_argument, NULL, O_EPOCHS }, { "micro-batch", required_argument, NULL, O_MB },
-        { "lr", required_argument, NULL, O_LR }, { "min-lr", required_argument, NULL, O_MINLR },
-        { "warmup", required_argument, NULL, O_WARMUP }, { "schedule", required_argument, NULL, O_SCHED },
-        { "total-steps", required_argument, NULL, O_TOTAL }, { "weight-decay", required_argument, NULL, O_WD },
-        { "beta2", required_argument, NULL, O_BETA2 }, { "clip", required_argument, NULL, O_CLIP },
         { "metrics", required_argument, NULL, O_METRICS }, { "save-every", required_argument, NULL, O_SAVE },
+        OPTIM_LONG_OPTIONS,
         { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
@@ -172,6 +169,7 @@ int main(int argc, char **argv)
     s.B = 1; s.T = 1; s.accum = 1;
     cli_init(argc, argv);
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
+        if (optim_cli(&spec, opt, optarg, &s.opt)) continue;
         switch (opt) {
         case O_INIT: init = optarg; break;
         case O_TOK: tpath = optarg; break;
@@ -223,17 +221,6 @@ int main(int argc, char **argv)
         case O_BETA: gc.lc.beta = (float)cli_double(&spec, "--beta", optarg, 0, 1e3); break;
         case O_EPOCHS: gc.epochs = (int)cli_long(&spec, "--epochs", optarg, 1, 1000); break;
         case O_MB: gc.micro_batch = (int)cli_long(&spec, "--micro-batch", optarg, 1, 1 << 16); break;
-        case O_LR: s.opt.lr = (float)cli_double(&spec, "--lr", optarg, 0, 10); break;
-        case O_MINLR: s.opt.min_lr = (float)cli_double(&spec, "--min-lr", optarg, 0, 10); break;
-        case O_WARMUP: s.opt.warmup = (int)cli_long(&spec, "--warmup", optarg, 0, 1L << 30); break;
-        case O_SCHED:
-            if ((s.opt.schedule = optim_schedule_parse(optarg)) < 0)
-                cli_usage_error(&spec, "--schedule: must be cosine, linear or constant");
-            break;
-        case O_TOTAL: s.opt.total_steps = cli_long(&spec, "--total-steps", optarg, 1, 1L << 40); break;
-        case O_WD: s.opt.weight_decay = (float)cli_double(&spec, "--weight-decay", optarg, 0, 10); break;
-        case O_BETA2: s.opt.beta2 = (float)cli_double(&spec, "--beta2", optarg, 0, 0.999999); break;
-        case O_CLIP: s.opt.grad_clip = (float)cli_double(&spec, "--clip", optarg, 0, 1e9); break;
         case O_METRICS: metrics = optarg; break;
         case O_SAVE: save_every = cli_long(&spec, "--save-every", optarg, 1, 1L << 40); break;
         }

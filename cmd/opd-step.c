@@ -39,8 +39,8 @@ static const char usage[] =
     "  -o FILE            output checkpoint (required)\n";
 
 enum { O_INIT = 1, O_TEACHER, O_STEPS, O_RESUME, O_PPS, O_SAMPLES, O_TEMP, O_TOPK, O_TOPP,
-       O_MAXTOK, O_KL, O_MB, O_NOTHINK, O_LR, O_MINLR, O_WARMUP, O_SCHED, O_TOTAL, O_WD,
-       O_BETA2, O_CLIP, O_METRICS, O_SAVE };
+       O_MAXTOK, O_KL, O_MB, O_NOTHINK,
+       O_METRICS, O_SAVE };
 
 static json_t *load_prompts(int n, char **paths, int skip_bad)
 {
@@ -86,12 +86,10 @@ int main(int argc, char **argv)
         { "temperature", required_argument, NULL, O_TEMP }, { "top-k", required_argument, NULL, O_TOPK },
         { "top-p", required_argument, NULL, O_TOPP }, { "max-tokens", required_argument, NULL, O_MAXTOK },
         { "kl", required_argument, NULL, O_KL }, { "micro-batch", required_argument, NULL, O_MB },
-        { "no-thinking", no_argument, NULL, O_NOTHINK }, { "lr", required_argument, NULL, O_LR },
-        { "min-lr", required_argument, NULL, O_MINLR }, { "warmup", required_argument, NULL, O_WARMUP },
-        { "schedule", required_argument, NULL, O_SCHED }, { "total-steps", required_argument, NULL, O_TOTAL },
-        { "weight-decay", required_argument, NULL, O_WD }, { "beta2", required_argument, NULL, O_BETA2 },
-        { "clip", required_argument, NULL, O_CLIP }, { "metrics", required_argument, NULL, O_METRICS },
-        { "save-every", required_argument, NULL, O_SAVE }, { 0 } };
+        { "no-thinking", no_argument, NULL, O_NOTHINK },
+        { "metrics", required_argument, NULL, O_METRICS },
+        { "save-every", required_argument, NULL, O_SAVE }, OPTIM_LONG_OPTIONS,
+        { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
     const char *init = NULL, *teacher = NULL, *metrics = NULL;
@@ -107,6 +105,7 @@ int main(int argc, char **argv)
     s.B = 1; s.T = 1; s.accum = 1;
     cli_init(argc, argv);
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
+        if (optim_cli(&spec, opt, optarg, &s.opt)) continue;
         switch (opt) {
         case O_INIT: init = optarg; break;
         case O_TEACHER: teacher = optarg; break;
@@ -125,17 +124,6 @@ int main(int argc, char **argv)
             break;
         case O_MB: oc.micro_batch = (int)cli_long(&spec, "--micro-batch", optarg, 1, 1 << 16); break;
         case O_NOTHINK: oc.enable_thinking = CHAT_THINK_OFF; break;
-        case O_LR: s.opt.lr = (float)cli_double(&spec, "--lr", optarg, 0, 10); break;
-        case O_MINLR: s.opt.min_lr = (float)cli_double(&spec, "--min-lr", optarg, 0, 10); break;
-        case O_WARMUP: s.opt.warmup = (int)cli_long(&spec, "--warmup", optarg, 0, 1L << 30); break;
-        case O_SCHED:
-            if ((s.opt.schedule = optim_schedule_parse(optarg)) < 0)
-                cli_usage_error(&spec, "--schedule: must be cosine, linear or constant");
-            break;
-        case O_TOTAL: s.opt.total_steps = cli_long(&spec, "--total-steps", optarg, 1, 1L << 40); break;
-        case O_WD: s.opt.weight_decay = (float)cli_double(&spec, "--weight-decay", optarg, 0, 10); break;
-        case O_BETA2: s.opt.beta2 = (float)cli_double(&spec, "--beta2", optarg, 0, 0.999999); break;
-        case O_CLIP: s.opt.grad_clip = (float)cli_double(&spec, "--clip", optarg, 0, 1e9); break;
         case O_METRICS: metrics = optarg; break;
         case O_SAVE: save_every = cli_long(&spec, "--save-every", optarg, 1, 1L << 40); break;
         }

@@ -50,8 +50,8 @@ static const char usage[] =
     "  --skip-bad         skip malformed data lines\n"
     "  -o FILE            output checkpoint (required)\n";
 
-enum { O_INIT = 1, O_DATA, O_STEPS, O_RESUME, O_BATCH, O_SEQ, O_ACCUM, O_LR, O_MINLR, O_WARMUP,
-       O_SCHED, O_TOTAL, O_WD, O_BETA2, O_CLIP, O_METRICS, O_SAVE, O_TOK, O_HARNESS, O_NOBUCKET };
+enum { O_INIT = 1, O_DATA, O_STEPS, O_RESUME, O_BATCH, O_SEQ, O_ACCUM,
+       O_METRICS, O_SAVE, O_TOK, O_HARNESS, O_NOBUCKET };
 
 static double now(void)
 {
@@ -74,13 +74,11 @@ int main(int argc, char **argv)
         { "init", required_argument, NULL, O_INIT },     { "data", required_argument, NULL, O_DATA },
         { "steps", required_argument, NULL, O_STEPS },   { "resume", no_argument, NULL, O_RESUME },
         { "batch", required_argument, NULL, O_BATCH },   { "seq", required_argument, NULL, O_SEQ },
-        { "accum", required_argument, NULL, O_ACCUM },   { "lr", required_argument, NULL, O_LR },
-        { "min-lr", required_argument, NULL, O_MINLR },  { "warmup", required_argument, NULL, O_WARMUP },
-        { "schedule", required_argument, NULL, O_SCHED }, { "total-steps", required_argument, NULL, O_TOTAL },
-        { "weight-decay", required_argument, NULL, O_WD }, { "beta2", required_argument, NULL, O_BETA2 },
-        { "clip", required_argument, NULL, O_CLIP },     { "metrics", required_argument, NULL, O_METRICS },
+        { "accum", required_argument, NULL, O_ACCUM },
+        { "metrics", required_argument, NULL, O_METRICS },
         { "save-every", required_argument, NULL, O_SAVE }, { "tokenizer", required_argument, NULL, O_TOK },
         { "harness", required_argument, NULL, O_HARNESS }, { "no-bucket", no_argument, NULL, O_NOBUCKET },
+        OPTIM_LONG_OPTIONS,
         { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
@@ -92,6 +90,7 @@ int main(int argc, char **argv)
     s.B = 8; s.T = 256; s.accum = 1; s.bucket = 1;
     cli_init(argc, argv);
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
+        if (optim_cli(&spec, opt, optarg, &s.opt)) continue;
         switch (opt) {
         case O_INIT: init = optarg; break;
         case O_DATA: data = optarg; break;
@@ -100,17 +99,6 @@ int main(int argc, char **argv)
         case O_BATCH: s.B = (int)cli_long(&spec, "--batch", optarg, 1, 1 << 16); break;
         case O_SEQ: s.T = (int)cli_long(&spec, "--seq", optarg, 1, 1 << 20); seq_set = 1; break;
         case O_ACCUM: s.accum = (int)cli_long(&spec, "--accum", optarg, 1, 1 << 16); break;
-        case O_LR: s.opt.lr = (float)cli_double(&spec, "--lr", optarg, 0, 10); break;
-        case O_MINLR: s.opt.min_lr = (float)cli_double(&spec, "--min-lr", optarg, 0, 10); break;
-        case O_WARMUP: s.opt.warmup = (int)cli_long(&spec, "--warmup", optarg, 0, 1L << 30); break;
-        case O_SCHED:
-            if ((s.opt.schedule = optim_schedule_parse(optarg)) < 0)
-                cli_usage_error(&spec, "--schedule: must be cosine, linear or constant");
-            break;
-        case O_TOTAL: s.opt.total_steps = cli_long(&spec, "--total-steps", optarg, 1, 1L << 40); break;
-        case O_WD: s.opt.weight_decay = (float)cli_double(&spec, "--weight-decay", optarg, 0, 10); break;
-        case O_BETA2: s.opt.beta2 = (float)cli_double(&spec, "--beta2", optarg, 0, 0.999999); break;
-        case O_CLIP: s.opt.grad_clip = (float)cli_double(&spec, "--clip", optarg, 0, 1e9); break;
         case O_METRICS: metrics = optarg; break;
         case O_SAVE: save_every = cli_long(&spec, "--save-every", optarg, 1, 1L << 40); break;
         case O_TOK: tok_path = optarg; break;

@@ -65,3 +65,21 @@ void adamw_step(model *m, float *exp_avg, float *exp_avg_sq, const optim_config 
                      lr, o->beta1, o->beta2, o->eps, mt->decay ? o->weight_decay : 0.0f, (int)t);
     }
 }
+
+int optim_cli(const cli_spec *spec, int opt, const char *arg, optim_config *o)
+{
+    switch (opt) {
+    case OPTIM_OPT_LR: o->lr = (float)cli_double(spec, "--lr", arg, 0, 10); return 1;
+    case OPTIM_OPT_MIN_LR: o->min_lr = (float)cli_double(spec, "--min-lr", arg, 0, 10); return 1;
+    case OPTIM_OPT_WARMUP: o->warmup = (int)cli_long(spec, "--warmup", arg, 0, 1L << 30); return 1;
+    case OPTIM_OPT_SCHEDULE:
+        if ((o->schedule = optim_schedule_parse(arg)) < 0)
+            cli_usage_error(spec, "--schedule: must be cosine, linear or constant");
+        return 1;
+    case OPTIM_OPT_TOTAL: o->total_steps = cli_long(spec, "--total-steps", arg, 1, 1L << 40); return 1;
+    case OPTIM_OPT_WD: o->weight_decay = (float)cli_double(spec, "--weight-decay", arg, 0, 10); return 1;
+    case OPTIM_OPT_BETA2: o->beta2 = (float)cli_double(spec, "--beta2", arg, 0, 0.999999); return 1;
+    case OPTIM_OPT_CLIP: o->grad_clip = (float)cli_double(spec, "--clip", arg, 0, 1e9); return 1;
+    }
+    return 0;
+}

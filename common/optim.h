@@ -8,6 +8,8 @@
 #ifndef HAT_OPTIM_H
 #define HAT_OPTIM_H
 
+#include "cli.h"
+
 #include "model.h"
 
 enum { SCHED_COSINE, SCHED_LINEAR, SCHED_CONSTANT };
@@ -36,5 +38,21 @@ double grad_clip(model *m, float max_norm);
 /* One AdamW update of every tensor; t is the 1-based step count. */
 void  adamw_step(model *m, float *exp_avg, float *exp_avg_sq, const optim_config *o,
                  float lr, long t);
+
+/* The optimiser flags every trainer shares (sft-step, opd-step,
+ * grpo-step): put OPTIM_LONG_OPTIONS in the program's option table and
+ * offer each option to optim_cli first; it returns 1 when it took it. */
+enum { OPTIM_OPT_LR = 0x4000, OPTIM_OPT_MIN_LR, OPTIM_OPT_WARMUP, OPTIM_OPT_SCHEDULE,
+       OPTIM_OPT_TOTAL, OPTIM_OPT_WD, OPTIM_OPT_BETA2, OPTIM_OPT_CLIP };
+#define OPTIM_LONG_OPTIONS \
+    { "lr", required_argument, NULL, OPTIM_OPT_LR },             \
+    { "min-lr", required_argument, NULL, OPTIM_OPT_MIN_LR },     \
+    { "warmup", required_argument, NULL, OPTIM_OPT_WARMUP },     \
+    { "schedule", required_argument, NULL, OPTIM_OPT_SCHEDULE }, \
+    { "total-steps", required_argument, NULL, OPTIM_OPT_TOTAL }, \
+    { "weight-decay", required_argument, NULL, OPTIM_OPT_WD },   \
+    { "beta2", required_argument, NULL, OPTIM_OPT_BETA2 },       \
+    { "clip", required_argument, NULL, OPTIM_OPT_CLIP }
+int optim_cli(const cli_spec *spec, int opt, const char *arg, optim_config *o);
 
 #endif
