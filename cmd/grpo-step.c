@@ -116,15 +116,6 @@ static int parse_weights(const char *s, double *w)
     return 0;
 }
 
-static int save(ckpt *k, const train_state *s, const grpo_config *gc, const char *path)
-{
-    json_decref(k->state);
-    k->state = train_state_json(s);
-    json_object_set_new(k->state, "grpo", grpo_config_json(gc));
-    model_release_acts(k->m);
-    return ckpt_save(k, path, ST_F32);
-}
-
 int main(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -304,11 +295,11 @@ int main(int argc, char **argv)
         if (tty)
             fprintf(stderr, "\rstep %ld/%ld  reward %.3f  kl %.4f  clip %.3f  gen %.1fs score %.1fs opt %.1fs   ",
                     s.step, end, M.reward_mean, M.kl, M.clip_frac, M.t_gen, M.t_score, M.t_opt);
-        if (save_every && s.step % save_every == 0 && s.step < end) rc = save(&k, &s, &gc, c.output);
+        if (save_every && s.step % save_every == 0 && s.step < end) rc = train_save(&k, &s, "grpo", grpo_config_json(&gc), c.output);
     }
     if (tty) fputc('\n', stderr);
     if (mo) { if (rc) out_abort(mo); else rc = out_close(mo); mo = NULL; }
-    if (!rc) rc = save(&k, &s, &gc, c.output);
+    if (!rc) rc = train_save(&k, &s, "grpo", grpo_config_json(&gc), c.output);
 out:
     if (mo) out_abort(mo);
     grpo_free(g);

@@ -68,15 +68,6 @@ static json_t *load_prompts(int n, char **paths, int skip_bad)
     return all;
 }
 
-static int save(ckpt *k, const train_state *s, const opd_config *oc, const char *path)
-{
-    json_decref(k->state);
-    k->state = train_state_json(s);
-    json_object_set_new(k->state, "opd", opd_config_json(oc));
-    model_release_acts(k->m);
-    return ckpt_save(k, path, ST_F32);
-}
-
 int main(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -191,11 +182,11 @@ int main(int argc, char **argv)
         if (tty)
             fprintf(stderr, "\rstep %ld/%ld  kl %.4f  len %.1f  gen %.1fs opt %.1fs   ", s.step, end,
                     oc.full ? M.kl : M.kl_sampled, M.completion_len, M.t_gen, M.t_opt);
-        if (save_every && s.step % save_every == 0 && s.step < end) rc = save(&k, &s, &oc, c.output);
+        if (save_every && s.step % save_every == 0 && s.step < end) rc = train_save(&k, &s, "opd", opd_config_json(&oc), c.output);
     }
     if (tty) fputc('\n', stderr);
     if (mo) { if (rc) out_abort(mo); else rc = out_close(mo); mo = NULL; }
-    if (!rc) rc = save(&k, &s, &oc, c.output);
+    if (!rc) rc = train_save(&k, &s, "opd", opd_config_json(&oc), c.output);
 out:
     if (mo) out_abort(mo);
     opd_free(o);

@@ -60,14 +60,6 @@ static double now(void)
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static int save(ckpt *k, const train_state *s, const char *path)
-{
-    json_decref(k->state);
-    k->state = train_state_json(s);
-    model_release_acts(k->m);   /* the serialised copies then fit in their place */
-    return ckpt_save(k, path, ST_F32);
-}
-
 int main(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -177,11 +169,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "\rstep %ld/%ld  loss %.4f  lr %.2e  |g| %.3f  %.0f tok/s  ETA %.0fs   ",
                     s.step, end, r.loss, r.lr, r.grad_norm, tps, eta);
         }
-        if (save_every && s.step % save_every == 0 && s.step < end) rc = save(&k, &s, c.output);
+        if (save_every && s.step % save_every == 0 && s.step < end) rc = train_save(&k, &s, NULL, NULL, c.output);
     }
     if (tty) fputc('\n', stderr);
     if (mo) { if (rc) out_abort(mo); else rc = out_close(mo); }
-    if (!rc) rc = save(&k, &s, c.output);
+    if (!rc) rc = train_save(&k, &s, NULL, NULL, c.output);
     train_data_free(&d);
     ckpt_free(&k);
     return rc ? EXIT_FAIL : EXIT_OK;

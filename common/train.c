@@ -300,3 +300,12 @@ void train_step(model *m, float *exp_avg, float *exp_avg_sq, const train_data *d
     free(tok);
     free(tgt);
 }
+
+int train_save(ckpt *k, const train_state *s, const char *key, json_t *extra, const char *path)
+{
+    json_decref(k->state);
+    k->state = train_state_json(s);
+    if (key) json_object_set_new(k->state, key, extra);
+    model_release_acts(k->m);
+    return ckpt_save(k, path, ST_F32);
+}

@@ -23,6 +23,7 @@
 #ifndef HAT_TRAIN_H
 #define HAT_TRAIN_H
 
+#include "ckpt.h"
 #include "model.h"
 #include "optim.h"
 #include "rng.h"
@@ -82,5 +83,11 @@ typedef struct {
 /* One optimiser step: accum micro-batches, clip, AdamW. */
 void train_step(model *m, float *exp_avg, float *exp_avg_sq, const train_data *d,
                 train_state *s, train_result *r);
+
+/* Write checkpoint k to path with trainer_state.json from s, plus (when key
+ * is not NULL) a stage's own settings under key (extra is stolen).  The
+ * activations are freed first so the serialised copies fit in their
+ * place; the next step allocates them again.  0 or -1 (reported). */
+int  train_save(ckpt *k, const train_state *s, const char *key, json_t *extra, const char *path);
 
 #endif
