@@ -155,13 +155,7 @@ int main(int argc, char **argv)
         rc = -1;
         goto out;
     }
-    {
-        json_t *j = json_parse_named(k.tokenizer, k.tokenizer_len, "tokenizer.json");
-        tok = j ? tok_from_json(j, &err) : NULL;
-        if (j && !tok) hat_errat(init, 0, "tokenizer.json: %s", err);
-        json_decref(j);
-        if (!tok) { rc = -1; goto out; }
-    }
+    if (ckpt_tokenizer(&k, init, NULL, 1, &tok)) { rc = -1; goto out; }
     if (!(prompts = load_prompts(argc - optind, argv + optind, c.skip_bad))) { rc = -1; goto out; }
     if (!(o = opd_new(&oc, m, kt.m, tok, prompts, &err))) {
         hat_errat(optind < argc ? argv[optind] : "-", 0, "%s", err);
