@@ -35,6 +35,8 @@ static const char usage[] =
     "  --max-turns N        assistant turns per conversation (default: the harness's\n"
     "                       max_turns param, else 6)\n"
     "  --max-gen-tokens N   generated tokens per conversation (default no limit)\n"
+    "  --mtp K              speculative decoding with the checkpoint's MTP module,\n"
+    "                       up to K drafted tokens per step (greedy output unchanged)\n"
     "  --max-context N      tokens per conversation (default the model's maximum)\n"
     "  --no-thinking        enable_thinking=false in the generation prompt\n"
     "  --batch N            conversations in flight (default 8)\n"
@@ -43,7 +45,7 @@ static const char usage[] =
     "  --skip-bad           skip bad task lines and failed conversations, report the count\n"
     "  -o FILE              output (default stdout)\n";
 
-enum { O_CKPT = 1, O_TOK, O_WORLD, O_HARNESS, O_CASES, O_JUDGE, O_JCFG, O_TEMP, O_TOPK, O_TOPP,
+enum { O_CKPT = 1, O_TOK, O_WORLD, O_HARNESS, O_CASES, O_JUDGE, O_JCFG, O_TEMP, O_TOPK, O_TOPP, O_MTP,
        O_MAXTOK, O_TURNS, O_GENTOK, O_CTX, O_NOTHINK, O_BATCH, O_LOGP };
 
 /* One conversation between input and output. */
@@ -113,7 +115,8 @@ int main(int argc, char **argv)
         { "top-p", required_argument, NULL, O_TOPP }, { "max-tokens", required_argument, NULL, O_MAXTOK },
         { "max-turns", required_argument, NULL, O_TURNS }, { "max-gen-tokens", required_argument, NULL, O_GENTOK },
         { "max-context", required_argument, NULL, O_CTX }, { "no-thinking", no_argument, NULL, O_NOTHINK },
-        { "batch", required_argument, NULL, O_BATCH }, { "logprobs", no_argument, NULL, O_LOGP }, { 0 } };
+        { "batch", required_argument, NULL, O_BATCH }, { "logprobs", no_argument, NULL, O_LOGP },
+        { "mtp", required_argument, NULL, O_MTP }, { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
     const char *ckpath = NULL, *tpath = NULL, *wpath = NULL, *hpath = NULL, *jcfg = NULL;
@@ -134,6 +137,7 @@ int main(int argc, char **argv)
         case O_TOPP: p.top_p = (float)cli_double(&spec, "--top-p", optarg, 0, 1); break;
         case O_MAXTOK: p.max_tokens = (int)cli_long(&spec, "--max-tokens", optarg, 1, 1 << 20); break;
         case O_TURNS: p.max_turns = (int)cli_long(&spec, "--max-turns", optarg, 1, ROLLOUT_MAX_TURNS); break;
+        case O_MTP: p.mtp_k = (int)cli_long(&spec, "--mtp", optarg, 0, GEN_MTP_MAX); break;
         case O_GENTOK: p.max_gen_tokens = (int)cli_long(&spec, "--max-gen-tokens", optarg, 1, 1 << 30); break;
         case O_CTX: max_ctx = (int)cli_long(&spec, "--max-context", optarg, 16, 1 << 24); break;
         case O_NOTHINK: p.enable_thinking = CHAT_THINK_OFF; break;
@@ -156,6 +160,11 @@ int main(int argc, char **argv)
     char *err = NULL;
     if (ckpt_load(&k, ckpath)) { rc = -1; goto out; }
     if (ckpt_tokenizer(&k, ckpath, tpath, 1, &t)) { rc = -1; goto out; }
+    if (p.mtp_k && !k.m->cfg.n_mtp) {
+        hat_errat(ckpath, 0, "--mtp needs a checkpoint with an MTP module (num_nextn_predict_layers 1)");
+        rc = -1;
+        goto out;
+    }
     if (max_ctx > k.m->cfg.max_position_embeddings) max_ctx = k.m->cfg.max_position_embeddings;
     if (!(w = world_load(wpath))) { rc = -1; goto out; }
     if (hpath && !(h0 = harness_load(hpath))) { rc = -1; goto out; }

@@ -118,3 +118,12 @@ fails "no harness" 1 rollout --ckpt "$T/m.ckpt" --world "$T/w.json" "$T/t.jsonl"
 has "no harness message" "$T/.err" 't.jsonl:1: no harness: give --harness or an inline "harness"'
 fails "missing world" 1 rollout --ckpt "$T/m.ckpt" --world "$T/nowhere.json" --harness "$H" "$T/t.jsonl"
 ok "man page" sh -c "MANWIDTH=80 man -l '$HAT_TOP/man/man1/rollout.1' >/dev/null"
+
+# --- MTP speculative decoding in the agent loop: greedy output unchanged ---------
+model-init --config "$T/cfg.json" --mtp 1 --std 0.5 --seed 4 --tokenizer "$T/tok.json" -o "$T/mtp.ckpt"
+G="--world $T/w.json --harness $T/hs.json --temperature 0 --max-tokens 12 --max-turns 3"
+ok "rollout without --mtp" rollout --ckpt "$T/mtp.ckpt" $G -o "$T/plain.jsonl" "$T/t.jsonl"
+ok "rollout --mtp 2" rollout --ckpt "$T/mtp.ckpt" $G --mtp 2 -o "$T/spec.jsonl" "$T/t.jsonl"
+same "--mtp keeps greedy conversations byte for byte" "$T/plain.jsonl" "$T/spec.jsonl"
+fails "--mtp without an MTP module" 1 rollout --ckpt "$T/m.ckpt" $G --mtp 2 "$T/t.jsonl"
+has "--mtp message" "$T/.err" "needs a checkpoint with an MTP module"
