@@ -238,24 +238,9 @@ int main(int argc, char **argv)
     char *err = NULL;
     if (ckpt_load(&k, init)) return EXIT_FAIL;
     model *m = k.m;
-    if (resume) {
-        if (!k.state || !k.opt_m || !json_object_get(k.state, "grpo")) {
-            hat_errat(init, 0, "--resume: checkpoint has no grpo-step trainer state");
-            rc = -1;
-            goto out;
-        }
-        if (train_state_parse(&s, k.state, init) ||
-            grpo_config_parse(&gc, json_object_get(k.state, "grpo"), init)) { rc = -1; goto out; }
-        weights_set = 1;
-    } else {
-        if (!s.opt.total_steps) s.opt.total_steps = steps;
-        s.seed = c.seed;
-        rng_seed(&s.rng, c.seed);
-        free(k.opt_m);
-        free(k.opt_v);
-        k.opt_m = xcalloc(m->n_floats, sizeof(float));
-        k.opt_v = xcalloc(m->n_floats, sizeof(float));
-    }
+    if (train_begin(&k, &s, resume, "grpo", c.seed, steps, init) ||
+        (resume && grpo_config_parse(&gc, json_object_get(k.state, "grpo"), init))) { rc = -1; goto out; }
+    if (resume) weights_set = 1;
     if (gc.lc.beta != 0 && !refp) { hat_errat(init, 0, "--beta > 0 needs --ref CKPT"); rc = -1; goto out; }
     if (gc.lc.beta != 0) {
         if (ckpt_load(&kr, refp)) { rc = -1; goto out; }

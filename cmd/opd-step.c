@@ -131,23 +131,8 @@ int main(int argc, char **argv)
     char *err = NULL;
     if (ckpt_load(&k, init)) return EXIT_FAIL;
     model *m = k.m;
-    if (resume) {
-        if (!k.state || !k.opt_m || !json_object_get(k.state, "opd")) {
-            hat_errat(init, 0, "--resume: checkpoint has no opd-step trainer state");
-            rc = -1;
-            goto out;
-        }
-        if (train_state_parse(&s, k.state, init) ||
-            opd_config_parse(&oc, json_object_get(k.state, "opd"), init)) { rc = -1; goto out; }
-    } else {
-        if (!s.opt.total_steps) s.opt.total_steps = steps;
-        s.seed = c.seed;
-        rng_seed(&s.rng, c.seed);
-        free(k.opt_m);
-        free(k.opt_v);
-        k.opt_m = xcalloc(m->n_floats, sizeof(float));
-        k.opt_v = xcalloc(m->n_floats, sizeof(float));
-    }
+    if (train_begin(&k, &s, resume, "opd", c.seed, steps, init) ||
+        (resume && opd_config_parse(&oc, json_object_get(k.state, "opd"), init))) { rc = -1; goto out; }
     if (ckpt_load(&kt, teacher)) { rc = -1; goto out; }
     have_t = 1;
     if ((err = opd_check_tokenizers(k.tokenizer, k.tokenizer_len, kt.tokenizer, kt.tokenizer_len, m, kt.m))) {

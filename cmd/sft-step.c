@@ -105,22 +105,7 @@ int main(int argc, char **argv)
     ckpt k;
     if (ckpt_load(&k, init)) return EXIT_FAIL;
     model *m = k.m;
-    if (resume) {
-        if (!k.state || !k.opt_m) {
-            hat_errat(init, 0, "--resume: checkpoint has no trainer_state.json/optimizer.safetensors");
-            ckpt_free(&k);
-            return EXIT_FAIL;
-        }
-        if (train_state_parse(&s, k.state, init)) { ckpt_free(&k); return EXIT_FAIL; }
-    } else {
-        if (!s.opt.total_steps) s.opt.total_steps = steps;
-        s.seed = c.seed;
-        rng_seed(&s.rng, c.seed);
-        free(k.opt_m);
-        free(k.opt_v);
-        k.opt_m = xcalloc(m->n_floats, sizeof(float));
-        k.opt_v = xcalloc(m->n_floats, sizeof(float));
-    }
+    if (train_begin(&k, &s, resume, NULL, c.seed, steps, init)) { ckpt_free(&k); return EXIT_FAIL; }
     if (!seq_set && !resume && s.T > m->cfg.max_position_embeddings) s.T = m->cfg.max_position_embeddings;
     if (s.T > m->cfg.max_position_embeddings)
         cli_usage_error(&spec, "--seq %d exceeds max_position_embeddings %d", s.T, m->cfg.max_position_embeddings);

@@ -309,3 +309,24 @@ int train_save(ckpt *k, const train_state *s, const char *key, json_t *extra, co
     model_release_acts(k->m);
     return ckpt_save(k, path, ST_F32);
 }
+
+int train_begin(ckpt *k, train_state *s, int resume, const char *key, uint64_t seed, long steps,
+                const char *name)
+{
+    if (resume) {
+        if (!k->state || !k->opt_m || (key && !json_object_get(k->state, key))) {
+            hat_errat(name, 0, "--resume: checkpoint has no %s%strainer state (trainer_state.json, "
+                      "optimizer.safetensors)", key ? key : "", key ? "-step " : "");
+            return -1;
+        }
+        return train_state_parse(s, k->state, name);
+    }
+    if (!s->opt.total_steps) s->opt.total_steps = steps;
+    s->seed = seed;
+    rng_seed(&s->rng, seed);
+    free(k->opt_m);
+    free(k->opt_v);
+    k->opt_m = xcalloc(k->m->n_floats, sizeof(float));
+    k->opt_v = xcalloc(k->m->n_floats, sizeof(float));
+    return 0;
+}

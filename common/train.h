@@ -84,6 +84,15 @@ typedef struct {
 void train_step(model *m, float *exp_avg, float *exp_avg_sq, const train_data *d,
                 train_state *s, train_result *r);
 
+/* Start or continue a run on checkpoint k.  With resume: the trainer state
+ * stored in k (and, when key is set, that stage's section, which the
+ * caller parses) must be there, and s is read from it.  Otherwise s gets
+ * seed, an RNG seeded from it, a schedule of `steps` steps unless
+ * total_steps was set, and k zeroed optimiser moments.  0 or -1
+ * (reported against name). */
+int  train_begin(ckpt *k, train_state *s, int resume, const char *key, uint64_t seed, long steps,
+                 const char *name);
+
 /* Write checkpoint k to path with trainer_state.json from s, plus (when key
  * is not NULL) a stage's own settings under key (extra is stolen).  The
  * activations are freed first so the serialised copies fit in their
