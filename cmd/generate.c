@@ -107,12 +107,15 @@ static double now(void)
 static void print_stats(gen_engine *e, double secs)
 {
     gen_stats s = gen_get_stats(e);
-    json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f}", "steps", (json_int_t)s.steps,
+    json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:f}", "steps", (json_int_t)s.steps,
         "rows", (json_int_t)s.rows, "generated", (json_int_t)s.generated,
         "drafted", (json_int_t)s.drafted, "accepted", (json_int_t)s.accepted,
         "acceptance", s.drafted ? (double)s.accepted / s.drafted : 0.0,
         "tokens_per_step", s.verify_steps ? (double)(s.accepted + s.verify_steps) / s.verify_steps : 1.0,
-        "seconds", secs, "tokens_per_s", secs > 0 ? s.generated / secs : 0.0);
+        "seconds", secs, "tokens_per_s", secs > 0 ? s.generated / secs : 0.0,
+        "prefill_seconds", s.prefill_s, "decode_seconds", s.decode_s,
+        "decode_tokens", (json_int_t)s.decode_tokens,
+        "decode_tokens_per_s", s.decode_s > 0 ? s.decode_tokens / s.decode_s : 0.0);
     json_t *w = json_pack("{s:o}", "stats", o);
     char *t = json_dumps(w, JSON_COMPACT | JSON_PRESERVE_ORDER);
     fprintf(stderr, "%s\n", t);

@@ -18,6 +18,7 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct {
     int        active, status;
@@ -39,6 +40,7 @@ typedef struct {
 struct gen_engine {
     const model *m;
     int   max_seqs, max_len, cap_rows, cap_logits, has_mtp, prefix_reuse;
+    int   step_prefill;                     /* this step carries prompt rows */
     gen_seq *seq;
     gen_stats st;
     /* row buffers, sized for cap_rows (main and MTP passes share them) */
@@ -605,6 +607,7 @@ static void mtp_update(gen_engine *e)
 static int gather(gen_engine *e, int *nl)
 {
     int R = 0, L = 0;
+    e->step_prefill = 0;
     for (int i = 0; i < e->max_seqs; i++) {
         gen_seq *s = &e->seq[i];
         s->len0 = -1;
@@ -619,6 +622,7 @@ static int gather(gen_engine *e, int *nl)
             if (k > s->len) reuse(e, i, w, k, o->mlen);
         }
         int q = s->ntok - s->len, n = q + s->nd;
+        if (q > 1) e->step_prefill = 1;
         ensure_rows(e, R + n);
         for (int j = 0; j < n; j++) {
             e->tok[R + j] = j < q ? s->toks[s->len + j] : s->draft[j - q];
@@ -635,7 +639,30 @@ static int gather(gen_engine *e, int *nl)
     return R;
 }
 
+static double seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int step(gen_engine *e);
+
 int gen_step(gen_engine *e)
+{
+    double t0 = seconds();
+    long g0 = e->st.generated;
+    int running = step(e);
+    double dt = seconds() - t0;
+    if (e->step_prefill) e->st.prefill_s += dt;
+    else {
+        e->st.decode_s += dt;
+        e->st.decode_tokens += e->st.generated - g0;
+    }
+    return running;
+}
+
+static int step(gen_engine *e)
 {
     int nl, R = gather(e, &nl);
     if (!R) return 0;

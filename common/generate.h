@@ -122,6 +122,11 @@ typedef struct {
     long drafted;        /* MTP draft tokens verified */
     long accepted;       /* of which accepted */
     long verify_steps;   /* sequence-steps that verified at least one draft */
+    /* Wall time in gen_step, split: steps that carried prompt rows
+     * (prefill, whatever else rode along) and pure decoding steps, with
+     * the tokens the latter appended: decode speed without prompt cost. */
+    double prefill_s, decode_s;
+    long decode_tokens;
 } gen_stats;
 gen_stats gen_get_stats(const gen_engine *e);
 

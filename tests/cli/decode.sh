@@ -28,6 +28,14 @@ for k in 1 3; do
     same "greedy --mtp $k = no MTP (ids and log-probs)" "$T/g0.jsonl" "$T/g$k.jsonl"
 done
 has "stats line" "$T/.err" '^\{"stats":\{"steps":[0-9]+,"rows":[0-9]+,"generated":168,"drafted":[1-9][0-9]*,"accepted":[0-9]+,"acceptance":'
+# 7 prompts at --batch 4: prompt rows ride in at least 2 steps, each of
+# which appends one token per prompt; the rest is pure decoding
+st=$(tail -n 1 "$T/.err")
+echo "$st" | jq -e '.stats | .decode_tokens <= .generated - 7 and .decode_tokens > 0
+    and .prefill_seconds > 0 and .decode_seconds > 0
+    and .prefill_seconds + .decode_seconds <= .seconds
+    and (.decode_tokens_per_s - .decode_tokens / .decode_seconds | fabs) < 1e-6 * .decode_tokens_per_s' >/dev/null &&
+    pass "stats: prefill and decode split" || flunk "stats: prefill and decode split" "$st"
 ok "sampling --mtp 2" generate $G --temperature 0.8 --top-k 20 --mtp 2 -o "$T/m2.jsonl" "$T/p.jsonl"
 generate $G --temperature 0.8 --top-k 20 --mtp 2 --batch 1 "$T/p.jsonl" >"$T/m2b.jsonl"
 same "sampling --mtp 2: batch invariant" "$T/m2.jsonl" "$T/m2b.jsonl"
