@@ -41,6 +41,13 @@ struct gen_engine {
     const model *m;
     int   max_seqs, max_len, cap_rows, cap_logits, has_mtp, prefix_reuse;
     int   step_prefill;                     /* this step carries prompt rows */
+    /* MTP drafts run on a bf16 copy of the MTP module and the LM head:
+     * a draft is only a proposal the fp32 model verifies, and drafting
+     * reads half the bytes (see draft_weights) */
+    uint32_t *dw;                           /* packed bf16, NULL = fp32 drafts */
+    const uint32_t *dfc, *dhead;            /* mtp.fc, lm_head in dw */
+    const uint32_t *dblk[7];                /* mtp block: wq wk wv wo wgate wup wdown */
+    unsigned long dw_version;
     gen_seq *seq;
     gen_stats st;
     /* row buffers, sized for cap_rows (main and MTP passes share them) */
@@ -123,6 +130,7 @@ void gen_free(gen_engine *e)
     free(e->x); free(e->ln); free(e->q); free(e->k); free(e->v); free(e->att); free(e->gate);
     free(e->up); free(e->mh); free(e->mcat); free(e->mx); free(e->att_scratch);
     free(e->logits); free(e->lnrow); free(e->pdist); free(e->sample_scratch);
+    free(e->dw);
     free(e);
 }
 
@@ -258,19 +266,31 @@ int gen_extend(gen_engine *e, int slot, const int *ids, int n, const gen_params 
 
 /* ------------------------------------------------------------ forward */
 
-/* One transformer block over R rows of residual X at positions pos;
- * kcp/vcp[r] point at row r's cache for this block (S, KV*D). */
-static void block_rows(gen_engine *e, const block_weights *w, float *X, const int *pos, int R)
+/* out = inp @ W^T over R rows, W fp32 or (when h) its packed bf16 copy. */
+static void mm(float *out, const float *inp, const float *w, const uint32_t *h,
+               int R, int C, int OC, float beta)
 {
+    if (h) matmul_rows_bf16(out, inp, h, R, C, OC, beta);
+    else matmul_rows(out, inp, w, R, C, OC, beta);
+}
+
+/* One transformer block over R rows of residual X at positions pos;
+ * kcp/vcp[r] point at row r's cache for this block (S, KV*D).  h: bf16
+ * copies of wq wk wv wo wgate wup wdown, or NULL. */
+static void block_rows(gen_engine *e, const block_weights *w, const uint32_t *const *h,
+                       float *X, const int *pos, int R)
+{
+    static const uint32_t *const none[7];
+    if (!h) h = none;
     const model *m = e->m;
     const model_config *c = &m->cfg;
     int C = c->hidden_size, I = c->intermediate_size, H = c->n_heads, KV = c->n_kv_heads;
     int D = c->head_dim, HD = H * D, KD = KV * D;
     float eps = (float)c->rms_norm_eps;
     rmsnorm_rows(e->ln, X, w->in_norm, R, C, eps);
-    matmul_rows(e->q, e->ln, w->wq, R, C, HD, 0);
-    matmul_rows(e->k, e->ln, w->wk, R, C, KD, 0);
-    matmul_rows(e->v, e->ln, w->wv, R, C, KD, 0);
+    mm(e->q, e->ln, w->wq, h[0], R, C, HD, 0);
+    mm(e->k, e->ln, w->wk, h[1], R, C, KD, 0);
+    mm(e->v, e->ln, w->wv, h[2], R, C, KD, 0);
     rmsnorm_rows(e->q, e->q, w->q_norm, R * H, D, eps);
     rmsnorm_rows(e->k, e->k, w->k_norm, R * KV, D, eps);
     rope_rows(e->q, pos, m->rope_cos, m->rope_sin, R, H, D);
@@ -281,12 +301,12 @@ static void block_rows(gen_engine *e, const block_weights *w, float *X, const in
         e->nctx[r] = pos[r] + 1;
     }
     attention_rows(e->att, e->att_scratch, e->q, e->kcp, e->vcp, e->nctx, R, H, KV, D, e->max_len);
-    matmul_rows(X, e->att, w->wo, R, HD, C, 1.0f);
+    mm(X, e->att, w->wo, h[3], R, HD, C, 1.0f);
     rmsnorm_rows(e->ln, X, w->post_norm, R, C, eps);
-    matmul_rows(e->gate, e->ln, w->wgate, R, C, I, 0);
-    matmul_rows(e->up, e->ln, w->wup, R, C, I, 0);
+    mm(e->gate, e->ln, w->wgate, h[4], R, C, I, 0);
+    mm(e->up, e->ln, w->wup, h[5], R, C, I, 0);
     swiglu_rows(e->gate, e->gate, e->up, R, I);
-    matmul_rows(X, e->gate, w->wdown, R, I, C, 1.0f);
+    mm(X, e->gate, w->wdown, h[6], R, I, C, 1.0f);
 }
 
 /* The main model over rows tok/pos/slot; final hidden rows (before the
@@ -305,7 +325,7 @@ static void forward_main(gen_engine *e, int R)
             e->kcp[r] = s->kc + (size_t)l * e->max_len * KD;
             e->vcp[r] = s->vc + (size_t)l * e->max_len * KD;
         }
-        block_rows(e, &m->w.layers[l], e->x, e->pos, R);
+        block_rows(e, &m->w.layers[l], NULL, e->x, e->pos, R);
     }
 }
 
@@ -328,17 +348,43 @@ static void forward_mtp(gen_engine *e, int R)
         e->kcp[r] = s->mkc;
         e->vcp[r] = s->mvc;
     }
-    matmul_rows(e->mx, e->mcat, m->w.mtp_fc, R, 2 * C, C, 0);
-    block_rows(e, &m->w.mtp_block, e->mx, e->pos, R);
+    mm(e->mx, e->mcat, m->w.mtp_fc, e->dfc, R, 2 * C, C, 0);
+    block_rows(e, &m->w.mtp_block, e->dw ? e->dblk : NULL, e->mx, e->pos, R);
 }
 
-/* Logits of n hidden rows already copied into lnrow. */
-static void head(gen_engine *e, int n)
+/* The bf16 copy drafting reads, made (again) when the weights changed.
+ * Every matrix's input width must be a multiple of 16 (the packed
+ * layout); otherwise drafts stay fp32. */
+static void draft_weights(gen_engine *e)
+{
+    const model *m = e->m;
+    const model_config *c = &m->cfg;
+    if (e->dw && e->dw_version == m->version) return;
+    int C = c->hidden_size, I = c->intermediate_size, HD = c->n_heads * c->head_dim;
+    int KD = c->n_kv_heads * c->head_dim, V = c->vocab_size;
+    if (C % 16 || I % 16 || HD % 16) return;
+    const block_weights *b = &m->w.mtp_block;
+    const float *src[9] = { m->w.mtp_fc, b->wq, b->wk, b->wv, b->wo, b->wgate, b->wup, b->wdown,
+                            m->w.lm_head };
+    int rows[9] = { C, HD, KD, KD, C, I, I, C, V }, cols[9] = { 2 * C, C, C, C, HD, C, C, I, C };
+    size_t off[10] = { 0 };
+    for (int i = 0; i < 9; i++) off[i + 1] = off[i] + (size_t)rows[i] * cols[i] / 2;
+    if (!e->dw) e->dw = xmalloc(off[9] * sizeof(uint32_t));
+    for (int i = 0; i < 9; i++) bf16_pack_rows(e->dw + off[i], src[i], rows[i], cols[i]);
+    e->dfc = e->dw;
+    for (int i = 0; i < 7; i++) e->dblk[i] = e->dw + off[i + 1];
+    e->dhead = e->dw + off[8];
+    e->dw_version = m->version;
+}
+
+/* Logits of n hidden rows already copied into lnrow (h: the LM head's
+ * bf16 copy for drafts, or NULL). */
+static void head(gen_engine *e, int n, const uint32_t *h)
 {
     const model *m = e->m;
     int C = m->cfg.hidden_size;
     rmsnorm_rows(e->lnrow, e->lnrow, m->w.norm, n, C, (float)m->cfg.rms_norm_eps);
-    matmul_rows(e->logits, e->lnrow, m->w.lm_head, n, C, m->cfg.vocab_size, 0);
+    mm(e->logits, e->lnrow, m->w.lm_head, h, n, C, m->cfg.vocab_size, 0);
 }
 
 /* ------------------------------------------------------------ sampling */
@@ -571,6 +617,7 @@ static void mtp_update(gen_engine *e)
         s->mrow = R - 1;
     }
     if (!R) return;
+    draft_weights(e);
     forward_mtp(e, R);
     for (int k = 0; k < GEN_MTP_MAX; k++) {
         /* logits of each drafting sequence's last MTP row */
@@ -583,7 +630,7 @@ static void mtp_update(gen_engine *e)
             s->lrow0 = n++;
         }
         if (!n) break;
-        head(e, n);
+        head(e, n, e->dhead);
         int Rk = 0;
         for (int i = 0; i < e->max_seqs; i++) {
             gen_seq *s = &e->seq[i];
@@ -677,7 +724,7 @@ static int step(gen_engine *e)
         int last = s->row0 + (s->ntok - s->len) - 1;
         memcpy(e->lnrow + (size_t)s->lrow0 * C, e->x + (size_t)last * C, (s->nd + 1) * C * sizeof(float));
     }
-    head(e, nl);
+    head(e, nl, NULL);
     for (int i = 0; i < e->max_seqs; i++) {
         gen_seq *s = &e->seq[i];
         if (s->len0 >= 0) accept(e, s, e->logits + (size_t)s->lrow0 * V);
@@ -702,7 +749,7 @@ void gen_prefill_logits(gen_engine *e, int slot, float *out)
     forward_main(e, R);
     int C = e->m->cfg.hidden_size;
     memcpy(e->lnrow, e->x + (size_t)(R - 1) * C, C * sizeof(float));
-    head(e, 1);
+    head(e, 1, NULL);
     memcpy(out, e->logits, e->m->cfg.vocab_size * sizeof(float));
     s->len = s->ntok - 1;        /* the last token stays queued: the next step recomputes it */
     if (s->mlen > s->len) s->mlen = s->len;

@@ -105,6 +105,8 @@ typedef struct {
     size_t         n_floats;    /* flat buffer length (with padding) */
     size_t         n_params;    /* real parameter count */
     float         *params;      /* 64-byte aligned */
+    unsigned long  version;     /* bumped by every optimizer step: copies of the
+                                   weights (the decoder's bf16 drafts) compare it */
     model_weights  w;
     float         *grads;       /* NULL until model_alloc_grads */
     model_weights  g;

@@ -64,6 +64,7 @@ void adamw_step(model *m, float *exp_avg, float *exp_avg_sq, const optim_config 
         adamw_update(m->params + off, exp_avg + off, exp_avg_sq + off, m->grads + off, mt->numel,
                      lr, o->beta1, o->beta2, o->eps, mt->decay ? o->weight_decay : 0.0f, (int)t);
     }
+    m->version++;
 }
 
 int optim_cli(const cli_spec *spec, int opt, const char *arg, optim_config *o)

@@ -150,6 +150,13 @@ void swiglu_backward_ref(float *dgate, float *dup, const float *dout,
  * exact KV-cache reuse, exact speculative verification).  Small calls run
  * on one thread without opening a parallel region. */
 void matmul_rows(float *out, const float *inp, const float *w, int N, int C, int OC, float beta);
+/* The same with bf16 weights packed by bf16_pack_rows (OC rows of C/2
+ * words; C a multiple of 16): half the memory traffic, for MTP drafts,
+ * which the fp32 model verifies (see generate.c). */
+void matmul_rows_bf16(float *out, const float *inp, const uint32_t *w, int N, int C, int OC, float beta);
+/* Round fp32 weights (OC, C) to bf16, packed so that each 8-word group
+ * holds elements g..g+7 in its low halves and g+8..g+15 in its high. */
+void bf16_pack_rows(uint32_t *dst, const float *src, int OC, int C);
 /* R query rows q (R,H,D) -> out (R,H,D); row r attends to its own cache
  * kc[r]/vc[r] (S,KV,D), positions 0..n_ctx[r]-1 (its own k/v included).
  * scratch: attention_rows_scratch(max_ctx, H, KV) floats. */

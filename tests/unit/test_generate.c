@@ -12,6 +12,7 @@
 #include "rng.h"
 #include "util.h"
 
+#include <math.h>
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,57 @@ static void matmul_rows_invariant(void)
         for (int i = 0; i < N * OC; i++) err = fmax(err, fabs(y2[i] - 2 * ref[i]));
         CHECK(err < 2e-4 * sqrt(C));
         free(x); free(w); free(y); free(ref); free(one); free(y2);
+    }
+}
+
+/* bf16 packing rounds to nearest even and keeps NaN; the bf16 matmul
+ * equals an fp32 matmul over the rounded weights (up to summation
+ * order), bit for bit across row counts and with beta = 1. */
+static float bf16_round(float x)
+{
+    uint32_t p[8];
+    bf16_pack_rows(p, (float[16]){ x }, 1, 16);    /* word 0, low half: element 0 */
+    union { uint32_t u; float f; } v = { p[0] << 16 };
+    return v.f;
+}
+
+static void matmul_rows_bf16_matches(void)
+{
+    CHECK(bf16_round(1.0f) == 1.0f);
+    CHECK(bf16_round(1.0f + 0x1p-8f) == 1.0f);               /* tie: to even */
+    CHECK(bf16_round(1.0f + 3 * 0x1p-8f) == 1.0f + 0x1p-6f);  /* tie: to even, up */
+    CHECK(bf16_round(1.0f + 0x1p-8f + 0x1p-12f) == 1.0f + 0x1p-7f);
+    CHECK(bf16_round(-2.5f) == -2.5f);
+    CHECK(isnan(bf16_round(NAN)));
+    rng_t r;
+    rng_seed(&r, 2);
+    int shapes[][2] = { { 256, 300 }, { 32, 13 }, { 768, 70 } };
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int C = shapes[s][0], OC = shapes[s][1], N = 7;
+        float *x = randv((size_t)N * C, &r, -1, 1), *w = randv((size_t)OC * C, &r, -1, 1);
+        uint32_t *h = xmalloc((size_t)OC * C / 2 * sizeof(uint32_t));
+        bf16_pack_rows(h, w, OC, C);
+        float *wr = xmalloc((size_t)OC * C * sizeof(float));
+        for (size_t i = 0; i < (size_t)OC * C; i++) wr[i] = bf16_round(w[i]);
+        float *y = xcalloc((size_t)N * OC, sizeof(float)), *ref = xcalloc((size_t)N * OC, sizeof(float));
+        float *one = xcalloc(OC, sizeof(float));
+        matmul_rows_bf16(y, x, h, N, C, OC, 0);
+        matmul_forward_ref(ref, x, wr, N, C, OC, 0);
+        double err = 0;
+        for (int i = 0; i < N * OC; i++) err = fmax(err, fabs(y[i] - ref[i]));
+        CHECK(err < 1e-4 * sqrt(C));
+        int ok = 1;
+        for (int n = 0; n < N; n++) {
+            matmul_rows_bf16(one, x + (size_t)n * C, h, 1, C, OC, 0);
+            ok &= same_bits(one, y + (size_t)n * OC, OC);
+        }
+        CHECK(ok);
+        memcpy(one, y, OC * sizeof(float));
+        matmul_rows_bf16(one, x, h, 1, C, OC, 1.0f);
+        err = 0;
+        for (int i = 0; i < OC; i++) err = fmax(err, fabs(one[i] - 2 * y[i]));
+        CHECK(err < 1e-6 * sqrt(C) * OC);
+        free(x); free(w); free(h); free(wr); free(y); free(ref); free(one);
     }
 }
 
@@ -420,6 +472,7 @@ static void mtp_sampling_distribution(void)
 int main(void)
 {
     RUN(matmul_rows_invariant);
+    RUN(matmul_rows_bf16_matches);
     RUN(attention_rows_matches_reference);
     RUN(batch_invariance);
     RUN(extend_equals_recompute);
