@@ -96,7 +96,7 @@ static void define_metrics(metrics *mx)
     metrics_define(mx, "hat_running", METRIC_GAUGE, "Jobs in flight, by engine.", NULL, 0);
     metrics_define(mx, "hat_batch_size", METRIC_HISTOGRAM, "Sequences in one engine step.", batch, 10);
     metrics_define(mx, "hat_kv_cache_bytes", METRIC_GAUGE, "KV cache allocated by the engines.", NULL, 0);
-    metrics_define(mx, "hat_mtp_drafted_tokens_total", METRIC_COUNTER, "MTP draft tokens verified (chat engine); "
+    metrics_define(mx, "hat_mtp_drafted_tokens_total", METRIC_COUNTER, "MTP draft tokens verified, by engine; "
                    "acceptance = accepted / drafted.", NULL, 0);
     metrics_define(mx, "hat_mtp_accepted_tokens_total", METRIC_COUNTER, "MTP draft tokens accepted.", NULL, 0);
     metrics_define(mx, "hat_mtp_verify_steps_total", METRIC_COUNTER, "Sequence-steps that verified drafts; mean "
@@ -518,16 +518,21 @@ static void finish_chat(serve *s, serve_job *j, char *text, size_t len, int leng
     job_finish(s, j, 200, res);
 }
 
+/* The MTP counters an engine step moved, labelled by engine. */
+static void count_mtp(serve *s, const char *engine, const gen_stats *g0, const gen_stats *g1)
+{
+    if (g1->drafted <= g0->drafted) return;
+    metrics_add(s->mx, "hat_mtp_drafted_tokens_total", engine, g1->drafted - g0->drafted);
+    metrics_add(s->mx, "hat_mtp_accepted_tokens_total", engine, g1->accepted - g0->accepted);
+    metrics_add(s->mx, "hat_mtp_verify_steps_total", engine, g1->verify_steps - g0->verify_steps);
+}
+
 static void step_chat(serve *s)
 {
     gen_stats g0 = gen_get_stats(s->e);
     gen_step(s->e);
     gen_stats g1 = gen_get_stats(s->e);
-    if (g1.drafted > g0.drafted) {
-        metrics_add(s->mx, "hat_mtp_drafted_tokens_total", "", g1.drafted - g0.drafted);
-        metrics_add(s->mx, "hat_mtp_accepted_tokens_total", "", g1.accepted - g0.accepted);
-        metrics_add(s->mx, "hat_mtp_verify_steps_total", "", g1.verify_steps - g0.verify_steps);
-    }
+    count_mtp(s, "engine=\"chat\"", &g0, &g1);
     double t = now();
     for (int i = 0; i < s->c.slots; i++) {
         serve_job *j = s->chat[i];
@@ -594,8 +599,11 @@ static json_t *agent_response(serve_job *j, const rollout_result *x, double t)
 static void step_agent(serve *s)
 {
     rollout_stats before = rollout_get_stats(s->r);
+    gen_stats g0 = rollout_gen_stats(s->r);
     rollout_step(s->r);
     rollout_stats after = rollout_get_stats(s->r);
+    gen_stats g1 = rollout_gen_stats(s->r);
+    count_mtp(s, "engine=\"agent\"", &g0, &g1);
     if (after.gen_tokens > before.gen_tokens)
         metrics_add(s->mx, "hat_generated_tokens_total", "", after.gen_tokens - before.gen_tokens);
     double t = now();
@@ -734,8 +742,12 @@ json_t *serve_stats(serve *s)
                           "kv_cache_bytes", (json_int_t)serve_kv_bytes(&s->c) * (s->e ? 2 : 1),
                           "draining", s->draining, "mtp");
     if (s->c.mtp > 0) {
-        double d = metrics_get(s->mx, "hat_mtp_drafted_tokens_total", "", NULL);
-        double a = metrics_get(s->mx, "hat_mtp_accepted_tokens_total", "", NULL);
+        double d = 0, a = 0;
+        for (int i = 0; i < 2; i++) {
+            const char *engine = i ? "engine=\"agent\"" : "engine=\"chat\"";
+            d += metrics_get(s->mx, "hat_mtp_drafted_tokens_total", engine, NULL);
+            a += metrics_get(s->mx, "hat_mtp_accepted_tokens_total", engine, NULL);
+        }
         json_object_set_new(o, "mtp", json_pack("{s:i,s:f,s:f}", "k", s->c.mtp, "drafted", d,
                                                 "acceptance", d > 0 ? a / d : 0.0));
     }

@@ -204,7 +204,7 @@ jq -e '.ok == 12 and .tokens > 0 and .tokens_per_s > 0 and .ttft_ms.p50 <= .late
     pass "loadgen: tokens/s and time to first token" || flunk "loadgen chat report" "$(cat "$T/lc.json")"
 curl -s -X POST "$C" -d "{$M,\"max_tokens\":24,\"temperature\":0}" | jq -c .choices >"$T/g0"
 stop
-jq '. + {"num_nextn_predict_layers":1}' "$T/cfg.json" >"$T/cfg_mtp.json"
+jq '. + {"num_nextn_predict_layers":1, "max_position_embeddings":4096}' "$T/cfg.json" >"$T/cfg_mtp.json"
 model-init --config "$T/cfg_mtp.json" --std 0.5 --seed 4 --tokenizer "$T/tok.json" -o "$T/mtp.ckpt"
 start --ckpt "$T/mtp.ckpt" --harness "$H" --slots 4 --max-tokens 32
 C="$URL/v1/chat/completions"
@@ -215,7 +215,10 @@ C="$URL/v1/chat/completions"
 curl -s -X POST "$C" -d "{$M,\"max_tokens\":24,\"temperature\":0}" | jq -c .choices >"$T/m3"
 same "--mtp 3: greedy output identical to plain decoding" "$T/m0" "$T/m3"
 curl -s "$URL/metrics" >"$T/metrics"
-has "metrics: MTP drafts" "$T/metrics" '^hat_mtp_drafted_tokens_total [1-9]'
+has "metrics: MTP drafts (chat engine)" "$T/metrics" '^hat_mtp_drafted_tokens_total\{engine="chat"\} [1-9]'
+code "agent request with --mtp" 200 -X POST "$URL/v1/agent" -d '{"message":"how much is it?","max_tokens":16}'
+curl -s "$URL/metrics" >"$T/metrics"
+has "metrics: MTP drafts (agent engine)" "$T/metrics" '^hat_mtp_drafted_tokens_total\{engine="agent"\} [1-9]'
 curl -s "$URL/health" >"$T/body"
 has "health: MTP acceptance" "$T/body" '"mtp":\{"k":3,"drafted":[1-9][0-9]*(\.0)?,"acceptance":'
 curl -s -X POST "$C" -d "{$M,\"max_tokens\":8}" >/dev/null
