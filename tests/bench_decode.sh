@@ -11,7 +11,7 @@
 # Every MTP run's ids are compared with the run without it (greedy
 # speculative decoding must not change a token): "same_output".
 # JSON lines on stdout; not part of make check.
-#   HAT_BIN  programs (default bin/)     STEPS  training steps (default 300)
+#   HAT_BIN  programs (default bin/)     STEPS  training steps (default 200)
 #   PROMPTS  prompts (default 16)        NEW    new tokens each (default 96)
 #   THREADS  OMP_NUM_THREADS (default 1) MTP    drafts to try (default "1 2 3")
 #   PRESET   model shape (default small: 33M parameters, 130 MB of fp32
@@ -20,7 +20,7 @@
 #            where drafting cannot pay for itself)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-: "${HAT_BIN:=$top/bin}" "${PRESET:=small}" "${STEPS:=300}" "${PROMPTS:=16}" "${NEW:=96}" "${THREADS:=1}" "${MTP:=1 2 3}"
+: "${HAT_BIN:=$top/bin}" "${PRESET:=small}" "${STEPS:=200}" "${PROMPTS:=16}" "${NEW:=96}" "${THREADS:=1}" "${MTP:=1 2 3}"
 export HAT_DATA="$top/data" OMP_NUM_THREADS="$THREADS"
 T="${HAT_BENCH_TMP:-/tmp}/decode-$PRESET"
 mkdir -p "$T"
