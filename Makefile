@@ -46,6 +46,10 @@ PROGS    := $(patsubst cmd/%.c,$(BIN)/%,$(wildcard cmd/*.c))
 UNIT     := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 DEPS_OK  := build/.deps-ok
 
+# `make` alone builds every program (the CUDA rules below would otherwise
+# come first and be the default).
+.DEFAULT_GOAL := all
+
 # --- CUDA back end (kernels/cuda/; man 7 hat, GPU) ------------------------
 #   CUDA=auto  (default) on when nvcc is found: PATH, then /usr/local/cuda/bin
 #   CUDA=1     required (stop if nvcc is missing);  CUDA=0  off
