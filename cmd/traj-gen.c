@@ -1,12 +1,14 @@
 /* traj-gen — teacher trajectories: tasks + harness → traj.jsonl, through the simulator. */
 #include "cli.h"
 #include "harness.h"
+#include "harness_memo.h"
 #include "judge.h"
 #include "jsonl.h"
 #include "rng.h"
 #include "sim.h"
 #include "tasks.h"
 #include "teacher.h"
+#include "traj_write.h"
 #include "util.h"
 #include "world.h"
 
@@ -86,32 +88,6 @@ static json_t *run_policy(policy *p, sim *s, const json_t *task, char **err)
     return msgs;
 }
 
-/* Compact text of the --harness harness, serialised once; an inline
- * harness (new object every line) is serialised per line. */
-static const json_t *fixed_h;
-static char *fixed_text;
-
-static int write_traj(hat_out *o, const json_t *task, const json_t *h, json_t *msgs, json_t *meta)
-{
-    char *own = NULL;
-    const char *htext = h == fixed_h ? fixed_text : (own = json_compact(h));
-    sbuf b;
-    sbuf_init(&b);
-    json_t *id = json_sprintf("%s.t", json_string_value(json_object_get(task, "id")));
-    char *ids = json_dumps(id, JSON_ENCODE_ANY | HAT_JSON_FLAGS);
-    char *tid = json_dumps(json_object_get(task, "id"), JSON_ENCODE_ANY | HAT_JSON_FLAGS);
-    char *m = json_compact(msgs), *mt = json_compact(meta);
-    /* The harness text is spliced in rather than re-serialised per line. */
-    sbuf_printf(&b, "{\"id\":%s,\"task_id\":%s,\"harness\":", ids, tid);
-    sbuf_puts(&b, htext);
-    sbuf_printf(&b, ",\"messages\":%s,\"meta\":%s}\n", m, mt);
-    int rc = out_write(o, b.s, b.len);
-    free(ids); free(tid); free(m); free(mt); free(own);
-    json_decref(id);
-    sbuf_free(&b);
-    return rc;
-}
-
 /* --keep-if: score from the simulator's own record of the conversation
  * (no replay needed: the messages came from this very simulator). */
 static int keep(judge *j, const judge_filter *f, sim *s, const json_t *task, const json_t *h,
@@ -139,6 +115,10 @@ int main(int argc, char **argv)
     const char *keep_if = NULL;
     int opt;
     cli_init(argc, argv);
+    /* Lines of ~10 KB through stdio's default 4 KB buffer cost two or three
+     * write calls each; one large buffer (not for a terminal) writes them
+     * in bulk.  Before any output, as setvbuf requires. */
+    if (!isatty(STDOUT_FILENO)) setvbuf(stdout, NULL, _IOFBF, 1 << 18);
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
         switch (opt) {
         case O_WORLD: wpath = optarg; break;
@@ -154,9 +134,12 @@ int main(int argc, char **argv)
     if (!w) return EXIT_FAIL;
     json_t *h0 = hpath ? harness_load(hpath) : NULL;
     if (hpath && !h0) { world_free(w); return EXIT_FAIL; }
-    if (h0) { fixed_h = h0; fixed_text = json_compact(h0); }
     teacher *t = pol.cmd ? NULL : teacher_new();
     if (!pol.cmd && !t) { json_decref(h0); world_free(w); return EXIT_FAIL; }
+    /* Task lines repeating an inline harness byte for byte share the
+     * parsed harness (harness_memo.h), and so the simulator's caches. */
+    harness_memo *hm = harness_memo_new();
+    traj_writer *tw = traj_writer_new();
     if (pol.cmd) pol.tmp = xasprintf("%s/traj-gen-%ld.json", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
     judge *jg = NULL;
     judge_filter *filter = NULL;
@@ -175,6 +158,7 @@ int main(int argc, char **argv)
         const char *path = optind < argc ? argv[optind + fi] : "-";
         jsonl_reader *r = jsonl_open(path, c.skip_bad);
         if (!r) { rc = -1; break; }
+        jsonl_set_memo(r, hm);
         json_t *task;
         int k;
         while (!rc && (k = jsonl_next(r, &task)) == 1) {
@@ -200,11 +184,10 @@ int main(int argc, char **argv)
             } else if (filter && !keep(jg, filter, s, task, h ? h : h0, msgs)) {
                 dropped++;
             } else {
-                rc = write_traj(o, task, h ? h : h0, msgs, meta);
+                rc = traj_write(tw, o, task, h ? h : h0, msgs, meta);
             }
             json_decref(msgs);
             json_decref(meta);
-            sim_set_harness(s, h0, NULL);   /* never keep a pointer into a freed task */
             json_decref(task);
             n++;
         }
@@ -220,7 +203,8 @@ int main(int argc, char **argv)
     sim_free(s);
     teacher_free(t);
     json_decref(h0);
-    free(fixed_text);
+    traj_writer_free(tw);
+    harness_memo_free(hm);
     world_free(w);
     return rc ? EXIT_FAIL : EXIT_OK;
 }

@@ -1,5 +1,6 @@
 /* jsonl.c — JSON Lines reader/writer on jansson and zlib, atomic outputs. */
 #include "jsonl.h"
+#include "harness_memo.h"
 #include "util.h"
 
 #include <errno.h>
@@ -20,6 +21,7 @@ struct jsonl_reader {
     size_t cap;
     long   line, skipped;
     int    skip_bad;
+    harness_memo *memo;   /* borrowed, may be NULL */
 };
 
 jsonl_reader *jsonl_open(const char *path, int skip_bad)
@@ -99,7 +101,8 @@ int jsonl_next(jsonl_reader *r, json_t **out)
         json_t *v = NULL;
         if (json_too_deep(r->buf, n, JSONL_MAX_DEPTH))
             hat_errat(r->name, r->line, "JSON nested deeper than %d levels", JSONL_MAX_DEPTH);
-        else if (!(v = json_loadb(r->buf, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e)))
+        else if (!(v = r->memo ? harness_memo_parse(r->memo, r->buf, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e)
+                               : json_loadb(r->buf, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e)))
             hat_errat(r->name, r->line, "invalid JSON at column %d: %s", e.column, e.text);
         if (!v) {
             if (!r->skip_bad) return -1;
@@ -110,6 +113,8 @@ int jsonl_next(jsonl_reader *r, json_t **out)
         return 1;
     }
 }
+
+void jsonl_set_memo(jsonl_reader *r, harness_memo *m) { r->memo = m; }
 
 long jsonl_line(const jsonl_reader *r) { return r->line; }
 const char *jsonl_name(const jsonl_reader *r) { return r->name; }

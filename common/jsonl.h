@@ -27,6 +27,13 @@
 typedef struct jsonl_reader jsonl_reader;
 
 jsonl_reader *jsonl_open(const char *path, int skip_bad);
+/* Parse the lines through m (harness_memo.h, borrowed; NULL: plain
+ * json_loadb): a record whose inline "harness" (or another value m is set
+ * to share) repeats one seen before byte for byte shares that parsed
+ * object instead of parsing it again.  Values and diagnostics are the
+ * same either way; shared values must not be changed in place. */
+struct harness_memo;
+void   jsonl_set_memo(jsonl_reader *r, struct harness_memo *m);
 /* Next value into *out (caller decrefs).  Returns 1 on a value, 0 at end,
  * -1 on an error (already reported). */
 int    jsonl_next(jsonl_reader *r, json_t **out);

@@ -94,16 +94,6 @@ json_t *judge_verdict_json(const judge_verdict *v, const json_t *traj, const jso
  * appended to b with a newline: the fast path of judge(1). */
 void    judge_verdict_line(sbuf *b, const judge_verdict *v, const json_t *traj, const json_t *task);
 
-/* Trajectory lines whose inline harness repeats the previous line's byte
- * for byte share one parsed harness (the common case: a whole file made
- * under one harness), so the harness is parsed, and the judge's and the
- * simulator's caches rebuilt, once per distinct harness. */
-typedef struct judge_lines judge_lines;
-judge_lines *judge_lines_new(void);
-void    judge_lines_free(judge_lines *c);
-/* Parse one line (not NUL-terminated).  NULL with *e set on bad JSON. */
-json_t *judge_parse_line(judge_lines *c, const char *line, size_t len, json_error_t *e);
-
 /* Reasoning tokens as the CoT budget counts them: runs of non-space
  * characters, each CJK character one token on its own. */
 int     judge_count_tokens(const char *text);

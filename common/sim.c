@@ -29,6 +29,25 @@ static const struct { const char *type, *message; } fault_text[] = {
     { "malformed",         "upstream returned a malformed response" },
 };
 
+/* One world answer as the policy sees it: the world is read-only and the
+ * envelope and error format belong to the harness, so under one harness
+ * the same tool name, function and arguments always give the same text.
+ * Cached per harness (a trajectory file asks about the same products over
+ * and over), with what sim_tool_call derives from it. */
+typedef struct {
+    char       *key;              /* NAME \0 FUNCTION \0 compact args; NULL = empty slot */
+    size_t      klen;
+    uint64_t    hash;
+    int         ok;               /* world_call answered 1 */
+    json_t     *result;           /* the result object (ok) */
+    json_t     *text;             /* the tool message content, a string */
+    char       *error;            /* the world's message (not ok) */
+    double     *num;              /* numbers(text) */
+    size_t      nnum;
+} answer;
+
+#define SIM_ANSWERS 4096          /* slots; the table is emptied when half full */
+
 struct sim {
     const world  *w;
     const json_t *h;
@@ -42,8 +61,11 @@ struct sim {
     int           npat;
     pcre2_match_data *md;
     const json_t *skill_key[SIM_MAX_SKILLS];
-    char         *skill_text[SIM_MAX_SKILLS];
+    json_t       *skill_text[SIM_MAX_SKILLS];   /* strings, shared by the messages */
     int           nskill_cache;
+    answer       *answers;        /* world answers under h, by call (see lookup) */
+    size_t        nanswers;
+    sbuf          key;
     /* conversation */
     const json_t *task;
     json_t       *rec, *calls, *skills, *faults, *events, *replies, *evidence;
@@ -60,11 +82,28 @@ static void numbers(const char *text, int skip_at, double **v, size_t *n, size_t
 
 /* ---- harness caches ------------------------------------------------------ */
 
+static void clear_answers(sim *s)
+{
+    if (!s->nanswers) return;
+    for (size_t i = 0; s->answers && i < SIM_ANSWERS; i++) {
+        answer *a = &s->answers[i];
+        if (!a->key) continue;
+        free(a->key);
+        json_decref(a->result);
+        json_decref(a->text);
+        free(a->error);
+        free(a->num);
+        memset(a, 0, sizeof *a);
+    }
+    s->nanswers = 0;
+}
+
 static void clear_harness(sim *s)
 {
+    clear_answers(s);
     for (int i = 0; i < s->npat; i++) pcre2_code_free(s->pat[i]);
     s->npat = 0;
-    for (int i = 0; i < s->nskill_cache; i++) free(s->skill_text[i]);
+    for (int i = 0; i < s->nskill_cache; i++) json_decref(s->skill_text[i]);
     s->nskill_cache = 0;
     json_decref((json_t *)s->h);
     s->h = NULL;
@@ -118,16 +157,20 @@ int sim_set_harness(sim *s, const json_t *h, char **err)
 const json_t *sim_harness(const sim *s) { return s->h; }
 const world  *sim_world(const sim *s) { return s->w; }
 
-/* The loader's response for a skill, rendered once per harness. */
-static const char *skill_text(sim *s, const json_t *skill)
+/* The loader's response for a skill, rendered once per harness (a new
+ * reference to a string). */
+static json_t *skill_text(sim *s, const json_t *skill)
 {
     for (int i = 0; i < s->nskill_cache; i++)
-        if (s->skill_key[i] == skill) return s->skill_text[i];
+        if (s->skill_key[i] == skill) return json_incref(s->skill_text[i]);
     char *t = harness_skill_text(s->h, skill);
-    if (s->nskill_cache == SIM_MAX_SKILLS) return t;   /* leaks only past 64 skills: never in practice */
-    s->skill_key[s->nskill_cache] = skill;
-    s->skill_text[s->nskill_cache++] = t;
-    return t;
+    json_t *v = json_string(t);
+    free(t);
+    if (v && s->nskill_cache < SIM_MAX_SKILLS) {
+        s->skill_key[s->nskill_cache] = skill;
+        s->skill_text[s->nskill_cache++] = json_incref(v);
+    }
+    return v;
 }
 
 /* ---- lifetime -------------------------------------------------------------- */
@@ -157,6 +200,8 @@ void sim_free(sim *s)
     if (!s) return;
     end_conversation(s);
     clear_harness(s);
+    free(s->answers);
+    sbuf_free(&s->key);
     pcre2_match_data_free(s->md);
     free(s->evnum);
     free(s);
@@ -166,7 +211,8 @@ const json_t *sim_record(const sim *s) { return s->rec; }
 
 static void event(sim *s, const char *hookname, const char *k1, json_t *v1)
 {
-    json_t *e = json_pack("{s:s}", "hook", hookname);
+    json_t *e = json_object();
+    json_object_set_new_nocheck(e, "hook", json_string(hookname));
     if (k1) json_object_set_new(e, k1, v1);
     json_array_append_new(s->events, e);
 }
@@ -231,7 +277,9 @@ json_t *sim_begin(sim *s, const json_t *task)
         if (note) sbuf_printf(&b, "\n\n%s", note);
         event(s, "input_check", NULL, NULL);
     }
-    json_t *m = json_pack("{s:s,s:s}", "role", "user", "content", b.s);
+    json_t *m = json_object();
+    json_object_set_new_nocheck(m, "role", json_string_nocheck("user"));
+    json_object_set_new_nocheck(m, "content", json_string(b.s));
     if (flagged) json_object_set_new(m, "hook", json_string("input_check"));
     sbuf_free(&b);
     return m;
@@ -419,11 +467,25 @@ static const char *fault_message(const char *type)
 
 /* ---- tool calls -------------------------------------------------------------- */
 
-static json_t *tool_msg(const char *name, const char *content, const char *hookname)
+/* {"role":"tool","name":NAME,"content":CONTENT,"hook"?:HOOK}, content a
+ * string value taken as a reference (a cached text is shared, never copied;
+ * nothing changes a string in place).  NULL like json_pack's when name is
+ * not UTF-8. */
+static json_t *tool_msg_json(const char *name, json_t *content, const char *hookname)
 {
-    json_t *m = json_pack("{s:s,s:s,s:s}", "role", "tool", "name", name, "content", content);
+    json_t *n = name ? json_string(name) : NULL;
+    if (!n || !content) { json_decref(n); json_decref(content); return NULL; }
+    json_t *m = json_object();
+    json_object_set_new_nocheck(m, "role", json_string_nocheck("tool"));
+    json_object_set_new_nocheck(m, "name", n);
+    json_object_set_new_nocheck(m, "content", content);
     if (hookname) json_object_set_new(m, "hook", json_string(hookname));
     return m;
+}
+
+static json_t *tool_msg(const char *name, const char *content, const char *hookname)
+{
+    return tool_msg_json(name, content ? json_string(content) : NULL, hookname);
 }
 
 static json_t *refuse(sim *s, const char *name, const char *error, json_t *callrec, const char *outcome)
@@ -471,10 +533,120 @@ static json_t *load_skill(sim *s, const json_t *args, json_t *callrec)
     json_object_set_new(callrec, "function", json_string(fn ? fn : ""));
     json_array_append_new(s->skills, json_string(fn ? fn : ""));
     if (kind && !strcmp(kind, "reply")) s->reply_loaded = 1;
-    return tool_msg(name, skill_text(s, sk), NULL);
+    return tool_msg_json(name, skill_text(s, sk), NULL);
 }
 
 const json_t *sim_last_result(const sim *s) { return s->last_result; }
+
+/* Appends an unambiguous encoding of v (a cache key, not JSON): a type
+ * letter, then for strings the length and bytes, for numbers their 8
+ * bytes, for an object each key (length, bytes) and value in order. */
+static void key_value(sbuf *b, const json_t *v)
+{
+    char tag;
+    uint64_t w;
+    switch (json_typeof(v)) {
+    case JSON_STRING:
+        w = json_string_length(v);
+        sbuf_putc(b, 's');
+        sbuf_add(b, (const char *)&w, 8);
+        sbuf_add(b, json_string_value(v), json_string_length(v));
+        return;
+    case JSON_INTEGER: {
+        json_int_t i = json_integer_value(v);
+        sbuf_putc(b, 'i');
+        sbuf_add(b, (const char *)&i, 8);
+        return;
+    }
+    case JSON_REAL: {
+        double d = json_real_value(v);
+        sbuf_putc(b, 'r');
+        sbuf_add(b, (const char *)&d, 8);
+        return;
+    }
+    case JSON_OBJECT: {
+        const char *k;
+        json_t *x;
+        w = json_object_size(v);
+        sbuf_putc(b, 'o');
+        sbuf_add(b, (const char *)&w, 8);
+        json_object_foreach((json_t *)v, k, x) {
+            w = strlen(k);
+            sbuf_add(b, (const char *)&w, 8);
+            sbuf_add(b, k, w);
+            key_value(b, x);
+        }
+        return;
+    }
+    case JSON_ARRAY: {
+        size_t i;
+        json_t *x;
+        w = json_array_size(v);
+        sbuf_putc(b, 'a');
+        sbuf_add(b, (const char *)&w, 8);
+        json_array_foreach(v, i, x) key_value(b, x);
+        return;
+    }
+    case JSON_TRUE: tag = 't'; break;
+    case JSON_FALSE: tag = 'f'; break;
+    default: tag = 'n'; break;
+    }
+    sbuf_putc(b, tag);
+}
+
+static uint64_t hash_bytes(const char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL;          /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)p[i]) * 1099511628211ULL;
+    return h;
+}
+
+/* What the world says to tool name (function fn) with args (keyed by
+ * x-function), wrapped for the current harness: from the cache, or asked
+ * and remembered.  Borrowed; valid until the harness changes. */
+static const answer *world_answer(sim *s, const char *name, const char *fn, const json_t *args)
+{
+    sbuf_reset(&s->key);
+    sbuf_add(&s->key, name, strlen(name) + 1);
+    sbuf_add(&s->key, fn ? fn : "", strlen(fn ? fn : "") + 1);
+    key_value(&s->key, args);
+    uint64_t hv = hash_bytes(s->key.s, s->key.len);
+    if (!s->answers) s->answers = xcalloc(SIM_ANSWERS, sizeof *s->answers);
+    size_t i = hv & (SIM_ANSWERS - 1);
+    for (answer *a; (a = &s->answers[i])->key; i = (i + 1) & (SIM_ANSWERS - 1))
+        if (a->hash == hv && a->klen == s->key.len && !memcmp(a->key, s->key.s, a->klen)) return a;
+    if (s->nanswers >= SIM_ANSWERS / 2) {
+        clear_answers(s);
+        i = hv & (SIM_ANSWERS - 1);
+    }
+    answer *a = &s->answers[i];
+    json_t *result;
+    const char *wf;
+    char *msg, *text;
+    int rc = world_call(s->w, fn, args, &result, &wf, &msg);
+    if (rc == 1) {
+        text = harness_wrap_result(s->h, result);
+    } else {
+        if (rc < 0) { wf = "server_error"; msg = xasprintf("function %s is not available", fn); }
+        char *f = harness_format_error(s->h, name, wf, msg);
+        text = harness_wrap_error(s->h, f);
+        free(f);
+    }
+    a->key = xmalloc(s->key.len);
+    memcpy(a->key, s->key.s, s->key.len);
+    a->klen = s->key.len;
+    a->hash = hv;
+    a->ok = rc == 1;
+    a->result = rc == 1 ? result : NULL;
+    a->error = rc == 1 ? NULL : msg;
+    a->text = json_string(text);
+    size_t cap = 0;
+    numbers(text, 0, &a->num, &a->nnum, &cap);
+    free(text);
+    s->nanswers++;
+    return a;
+}
+
 
 json_t *sim_tool_call(sim *s, const char *name, const json_t *arguments)
 {
@@ -486,8 +658,11 @@ json_t *sim_tool_call(sim *s, const char *name, const json_t *arguments)
         arguments = parsed ? parsed : arguments;
     }
     name = name ? name : "";
-    json_t *callrec = json_pack("{s:i,s:s,s:n,s:O}", "turn", s->turns, "name", name, "function",
-                                "arguments", arguments ? (json_t *)arguments : json_null());
+    json_t *callrec = json_object();
+    json_object_set_new_nocheck(callrec, "turn", json_integer(s->turns));
+    json_object_set_new_nocheck(callrec, "name", json_string(name));
+    json_object_set_new_nocheck(callrec, "function", json_null());
+    json_object_set_nocheck(callrec, "arguments", arguments ? (json_t *)arguments : json_null());
     json_array_append_new(s->calls, callrec);
     json_t *m;
     if (s->loader && !strcmp(name, s->loader)) {
@@ -521,36 +696,30 @@ json_t *sim_tool_call(sim *s, const char *name, const json_t *arguments)
     long gold = gold_index(s, fn, args);
     json_object_set_new(callrec, "gold", json_integer(gold));
     const char *fault = gold >= 0 ? inject(s, gold, callrec) : NULL;
-    char *text;
     if (fault) {
         char *f = harness_format_error(s->h, name, fault, fault_message(fault));
-        text = harness_wrap_error(s->h, f);
+        char *text = harness_wrap_error(s->h, f);
         free(f);
         json_object_set_new(callrec, "outcome", json_string("fault"));
         json_object_set_new(callrec, "fault", json_string(fault));
+        json_array_append_new(s->evidence, json_string(text));
+        numbers(text, 0, &s->evnum, &s->nev, &s->cev);
+        m = tool_msg(name, text, NULL);
+        free(text);
     } else {
-        json_t *result;
-        const char *wf;
-        char *msg;
-        int rc = world_call(s->w, fn, args, &result, &wf, &msg);
-        if (rc == 1) {
-            text = harness_wrap_result(s->h, result);
-            json_object_set_new(callrec, "outcome", json_string("ok"));
-            s->last_result = result;
-        } else {
-            if (rc < 0) { wf = "server_error"; msg = xasprintf("function %s is not available", fn); }
-            char *f = harness_format_error(s->h, name, wf, msg);
-            text = harness_wrap_error(s->h, f);
-            free(f);
-            json_object_set_new(callrec, "outcome", json_string("error"));
-            json_object_set_new(callrec, "error", json_string(msg));
-            free(msg);
+        const answer *an = world_answer(s, name, fn, args);
+        json_object_set_new(callrec, "outcome", json_string(an->ok ? "ok" : "error"));
+        if (an->ok) s->last_result = json_incref(an->result);
+        else json_object_set_new(callrec, "error", json_string(an->error));
+        json_array_append(s->evidence, an->text);
+        if (s->nev + an->nnum > s->cev) {
+            while (s->nev + an->nnum > s->cev) s->cev = s->cev ? s->cev * 2 : 16;
+            s->evnum = xrealloc(s->evnum, s->cev * sizeof *s->evnum);
         }
+        if (an->nnum) memcpy(s->evnum + s->nev, an->num, an->nnum * sizeof *an->num);
+        s->nev += an->nnum;
+        m = tool_msg_json(name, json_incref(an->text), NULL);
     }
-    json_array_append_new(s->evidence, json_string(text));
-    numbers(text, 0, &s->evnum, &s->nev, &s->cev);
-    m = tool_msg(name, text, NULL);
-    free(text);
     json_decref(args);
     json_decref(parsed);
     return m;
@@ -597,23 +766,41 @@ long sim_count_emoji(const char *text)
 
 static int word_char(unsigned char c) { return isalnum(c) || c == '_'; }
 
+/* s[0..n] with ASCII letters lowered into out: the case folding of
+ * strcasestr in the C locale, which hat runs in (it never calls
+ * setlocale), so that searches can run on strstr. */
+static void ascii_lower(char *out, const char *s, size_t n)
+{
+    for (size_t i = 0; i <= n; i++) out[i] = s[i] >= 'A' && s[i] <= 'Z' ? (char)(s[i] + 32) : s[i];
+}
+
 const char *sim_banned_term(const char *text, const json_t *banned)
 {
-    size_t i;
+    if (!json_array_size(banned)) return NULL;
+    size_t i, tn = strlen(text);
     json_t *t;
+    char tbuf[512], kbuf[128];
+    char *lt = tn < sizeof tbuf ? tbuf : xmalloc(tn + 1);
+    const char *found = NULL;
+    ascii_lower(lt, text, tn);
     json_array_foreach(banned, i, t) {
         const char *term = json_string_value(t);
         size_t n = term ? strlen(term) : 0;
         if (!n) continue;
-        for (const char *p = text; (p = strcasestr(p, term)); p++) {
+        char *lk = n < sizeof kbuf ? kbuf : xmalloc(n + 1);
+        ascii_lower(lk, term, n);
+        for (const char *p = lt; !found && (p = strstr(p, lk)); p++) {
             /* Whole words: no word character glued to either end (only
              * checked where the term itself starts/ends with one). */
-            int left = p == text || !word_char((unsigned char)p[-1]) || !word_char((unsigned char)term[0]);
-            int right = !word_char((unsigned char)p[n]) || !word_char((unsigned char)term[n - 1]);
-            if (left && right) return term;
+            int left = p == lt || !word_char((unsigned char)p[-1]) || !word_char((unsigned char)lk[0]);
+            int right = !word_char((unsigned char)p[n]) || !word_char((unsigned char)lk[n - 1]);
+            if (left && right) found = term;
         }
+        if (lk != kbuf) free(lk);
+        if (found) break;
     }
-    return NULL;
+    if (lt != tbuf) free(lt);
+    return found;
 }
 
 /* Numbers of text (skipping @mentions when skip_at), appended to *v. */
@@ -717,7 +904,12 @@ static char *unsupported(sim *s, const char *reply)
 
 static json_t *hook_msg(const char *hookname, const char *text)
 {
-    return json_pack("{s:s,s:s,s:s}", "role", "user", "content", text, "hook", hookname);
+    json_t *m = json_object(), *c = json_string(text);
+    if (!c) { json_decref(m); return NULL; }
+    json_object_set_new_nocheck(m, "role", json_string_nocheck("user"));
+    json_object_set_new_nocheck(m, "content", c);
+    json_object_set_new_nocheck(m, "hook", json_string(hookname));
+    return m;
 }
 
 /* Run the reply checks in order.  With fails == NULL stop at the first

@@ -46,9 +46,11 @@ void    sim_free(sim *s);
 /* Use harness h from the next conversation on; the simulator keeps a
  * reference until another harness replaces it (so h's address cannot be
  * reused by a new harness while caches are keyed on it).  Caches (names,
- * limits, compiled input_check patterns, skill texts) are rebuilt only
- * when h is a different object; do not modify h in place after setting it.  Returns 0,
- * or -1 with *err (malloc'd) when a pattern does not compile. */
+ * limits, compiled input_check patterns, skill texts, and the world's
+ * answers as wrapped for h, by tool name, function and arguments: the
+ * world is read-only) are rebuilt only when h is a different object; do
+ * not modify h in place after setting it.  Returns 0, or -1 with *err
+ * (malloc'd) when a pattern does not compile. */
 int     sim_set_harness(sim *s, const json_t *h, char **err);
 const json_t *sim_harness(const sim *s);
 const world  *sim_world(const sim *s);
@@ -63,7 +65,9 @@ json_t *sim_begin(sim *s, const json_t *task);
 void    sim_turn(sim *s);
 /* Execute one tool call; arguments is an object or a JSON text string.
  * Returns {"role":"tool","name":NAME,"content":TEXT} (plus "hook":
- * "tool_args_check" when the call was refused). */
+ * "tool_args_check" when the call was refused).  A cached TEXT (a skill's,
+ * a world answer) is one string object shared by every message that
+ * carries it: strings are never changed in place. */
 json_t *sim_tool_call(sim *s, const char *name, const json_t *arguments);
 /* The result object the last sim_tool_call wrapped in its envelope, or
  * NULL when it failed or was not a tool (borrowed; valid until the next

@@ -11,8 +11,17 @@
 #define MAX_TURNS 24
 #define MAX_CALLS 8
 
+/* The harness's budgets and reply limits, read once per harness. */
+typedef struct {
+    long max_turns, max_tool_calls;      /* 1000 when the prompt sets none */
+    long max_chars, max_emoji;           /* -1 when not enforced */
+} hlimits;
+
 struct teacher {
     json_t *replies, *think;
+    json_t *h;                           /* the harness lim was read from (a reference, so
+                                            its address is not reused while cached) */
+    hlimits lim;
 };
 
 teacher *teacher_new(void)
@@ -27,6 +36,7 @@ teacher *teacher_new(void)
 void teacher_free(teacher *t)
 {
     if (!t) return;
+    json_decref(t->h);
     json_decref(t->replies);
     json_decref(t->think);
     free(t);
@@ -46,6 +56,7 @@ typedef struct {
     teacher *t;
     sim *s;
     const json_t *task, *h;
+    const hlimits *lim;
     rng_t *r;
     turn turns[MAX_TURNS];
     int nturns;
@@ -180,6 +191,24 @@ static long hparam(const json_t *h, const char *name, long dflt)
     return harness_param(h, name, &v) ? dflt : (long)v;
 }
 
+static const hlimits *limits_of(teacher *t, const json_t *h)
+{
+    if (h == t->h && h) return &t->lim;
+    json_decref(t->h);
+    t->h = json_incref((json_t *)h);
+    hlimits *L = &t->lim;
+    L->max_turns = hparam(h, "max_turns", 1000);
+    L->max_tool_calls = hparam(h, "max_tool_calls", 1000);
+    L->max_chars = L->max_emoji = -1;
+    double v;
+    const json_t *rf = json_object_get(json_object_get(h, "hooks"), "reply_format");
+    const char *pc = json_string_value(json_object_get(rf, "max_chars_param"));
+    const char *pe = json_string_value(json_object_get(rf, "max_emoji_param"));
+    if (rf && !harness_param(h, pc ? pc : "max_chars", &v)) L->max_chars = (long)v;
+    if (rf && !harness_param(h, pe ? pe : "max_emoji", &v)) L->max_emoji = (long)v;
+    return L;
+}
+
 /* The failed attempts of a call that a retry later recovered are pruned
  * (unless retries are kept).  An attempt is never pruned when no retry
  * followed it or the retries failed too: the kept trajectory must still
@@ -202,7 +231,7 @@ static int make_calls(run *x, turn *first, int reserve_turns)
     const json_t *calls = json_object_get(json_object_get(x->task, "gold"), "calls");
     const json_t *tr = json_object_get(json_object_get(x->h, "hooks"), "tool_retry");
     long maxr = (long)json_integer_value(json_object_get(tr, "max_retries"));
-    long max_tools = hparam(x->h, "max_tool_calls", 1000), max_turns = hparam(x->h, "max_turns", 1000);
+    long max_tools = x->lim->max_tool_calls, max_turns = x->lim->max_turns;
     int pending[MAX_CALLS], np = 0;
     x->ncalls = (int)json_array_size(calls);
     if (x->ncalls > MAX_CALLS) return -1;
@@ -496,12 +525,13 @@ json_t *teacher_run(teacher *t, sim *s, const json_t *task, rng_t *r,
     run x;
     memset(&x, 0, sizeof x);
     x.t = t; x.s = s; x.task = task; x.h = sim_harness(s); x.r = r;
+    x.lim = limits_of(t, x.h);
     *err = NULL;
     json_t *viewer = sim_begin(s, task);
     const char *intent = sget(task, "intent");
     const char *think = rng_chance(r, o->think) ? bank_pick(t->think, intent, r) : NULL;
     int keep = rng_chance(r, o->keep_retries);
-    long max_turns = hparam(x.h, "max_turns", 1000);
+    long max_turns = x.lim->max_turns;
     int ncalls = (int)json_array_size(json_object_get(json_object_get(task, "gold"), "calls"));
     /* Skills first, calls next, reply last; when the turn budget is tight
      * the skill loads share the first call turn. */
@@ -512,11 +542,7 @@ json_t *teacher_run(teacher *t, sim *s, const json_t *task, rng_t *r,
     int merged = ncalls > 0 && max_turns < 3 + ncalls;
     if (make_calls(&x, merged ? first : NULL, 1) < 0) { *err = xstrdup("too many calls or turns"); goto fail; }
 
-    limits L = { -1, -1, NULL, json_object_get(json_object_get(task, "gold"), "must_not") };
-    double v;
-    const json_t *rf = json_object_get(json_object_get(x.h, "hooks"), "reply_format");
-    if (rf && !harness_param(x.h, sget(rf, "max_chars_param") ? sget(rf, "max_chars_param") : "max_chars", &v)) L.max_chars = (long)v;
-    if (rf && !harness_param(x.h, sget(rf, "max_emoji_param") ? sget(rf, "max_emoji_param") : "max_emoji", &v)) L.max_emoji = (long)v;
+    limits L = { x.lim->max_chars, x.lim->max_emoji, NULL, json_object_get(json_object_get(task, "gold"), "must_not") };
     L.banned = json_object_get(json_object_get(json_object_get(x.h, "hooks"), "reply_filter"), "banned");
     char *text = compose_reply(&x, &L);
     if (!text) { *err = xasprintf("no reply template fits (intent %s)", intent); goto fail; }

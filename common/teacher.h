@@ -24,6 +24,8 @@ typedef struct {
     double keep_retries;  /* probability of keeping failed attempts and hook corrections */
 } teacher_opts;
 
+/* A teacher remembers the limits of the last harness it played under (a
+ * reference to it): one teacher serves one thread at a time. */
 teacher *teacher_new(void);                /* loads data/teacher banks; NULL + message */
 void     teacher_free(teacher *t);
 

@@ -31,6 +31,39 @@ nh=$(grep -c '"pass":true' "$T/vh.jsonl")
 [ "$nh" -eq 400 ] && pass "HSA variants pass" || flunk "HSA variants pass" "$nh of 400: $(grep '"pass":false' "$T/vh.jsonl" | head -2)"
 has "HSA dims in meta" "$T/vh.jsonl" '"meta":\{"hsa":\["skill-id"'
 
+# Lines whose inline harness repeats the previous line's bytes share one
+# parsed harness (harness_memo): whatever the order, each line gets the
+# verdict it gets on its own.  A A, B B, A: hits, fresh harnesses, switches.
+paste -d '\n' "$T/traj.jsonl" "$T/hsa.jsonl" "$T/hsa.jsonl" "$T/traj.jsonl" >"$T/mix.jsonl"
+paste -d '\n' "$T/v.jsonl" "$T/vh.jsonl" "$T/vh.jsonl" "$T/v.jsonl" >"$T/vmix.want"
+$J "$T/mix.jsonl" >"$T/vmix.jsonl"
+same "harness changing and repeating between lines" "$T/vmix.want" "$T/vmix.jsonl"
+# A copy of the last harness nested before the line's own (different) one
+# is not taken for it.
+H1=$(head -n 1 "$T/traj.jsonl" | sed 's/^{"id":"[^"]*","task_id":"[^"]*","harness":\({.*}\),"messages":\[.*$/\1/')
+printf '%s\n' "$H1" | jq -c . >"$T/h1a.json" 2>/dev/null
+head -n 1 "$T/traj.jsonl" | jq -c .harness >"$T/h1b.json"
+head -n 1 "$T/hsa.jsonl" | jq -c .harness >"$T/h2.json"
+if cmp -s "$T/h1a.json" "$T/h1b.json" && ! cmp -s "$T/h1b.json" "$T/h2.json"; then
+    { head -n 1 "$T/traj.jsonl"
+      head -n 1 "$T/hsa.jsonl" | H="$H1" awk '{ print "{\"x\":{\"harness\":" ENVIRON["H"] "}," substr($0, 2) }'
+    } >"$T/nest.jsonl"
+    $J "$T/nest.jsonl" | tail -n 1 >"$T/vnest.jsonl"
+    head -n 1 "$T/vh.jsonl" >"$T/vnest.want"
+    same "a nested copy of the last harness is not the line's harness" "$T/vnest.want" "$T/vnest.jsonl"
+else
+    flunk "a nested copy of the last harness is not the line's harness" "could not build the case"
+fi
+# Bad JSON after the harness of a line that repeats it: reported at that
+# line, at the column the line alone gets.
+{ head -n 2 "$T/traj.jsonl"; sed -n 3p "$T/traj.jsonl" | sed 's/"messages":\[/"messages":[,/'; } >"$T/bad3.jsonl"
+tail -n 1 "$T/bad3.jsonl" >"$T/line3.jsonl"
+fails "bad line after repeated harnesses" 1 $J "$T/bad3.jsonl"
+col=$(sed -n 's/.*bad3.jsonl:3: invalid JSON at column \([0-9]*\):.*/\1/p' "$T/.err")
+[ "${col:-0}" -gt 8000 ] && pass "bad line reported at its line, past the harness" || flunk "bad line reported at its line, past the harness" "$(cat "$T/.err")"
+fails "the same line alone" 1 $J "$T/line3.jsonl"
+has "the same column" "$T/.err" "line3.jsonl:1: invalid JSON at column ${col:-x}:"
+
 # A tampered tool result: the replay disagrees.
 grep '"name":"get_product","content":"{\\"ok\\":true' "$T/traj.jsonl" | head -1 \
     | sed 's/\\"price\\":\([0-9]\)/\\"price\\":9\1/' >"$T/tamper.jsonl"

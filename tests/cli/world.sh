@@ -58,6 +58,8 @@ ok "inline harness per task line" sh -c "jq -c --slurpfile h '$T/h.json' '. + {h
 head -n 50 "$T/traj.jsonl" | jq -c '.messages' > "$T/m1"
 jq -c '.messages' "$T/inl.jsonl" > "$T/m2"
 same "inline harness gives the same trajectories" "$T/m1" "$T/m2"
+head -n 50 "$T/traj.jsonl" >"$T/head50.jsonl"
+same "inline harness gives the same lines as --harness" "$T/head50.jsonl" "$T/inl.jsonl"
 
 # bad task lines are named by file:line
 head -n 2 "$T/t.jsonl" > "$T/badt.jsonl"
