@@ -553,6 +553,9 @@ static void check_reply(ctx *x, int unrecovered)
         const json_t *hooks = json_object_get(json_array_get(reps, json_array_size(reps) - 1), "hooks");
         reason(x, "reply_rejected", JUDGE_EFFECTIVENESS, "the last reply was held by %s",
                json_string_value(json_array_get(hooks, 0)) ? json_string_value(json_array_get(hooks, 0)) : "a hook");
+        /* as with no reply: the viewer was told nothing, so nothing
+         * accurate (else a held non-answer outscores a real attempt) */
+        reason(x, "not_delivered", JUDGE_ACCURACY, "the held reply never reached the viewer");
     }
     /* accuracy */
     const char *viewer = sget(json_object_get(x->task, "viewer"), "text");
