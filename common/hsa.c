@@ -276,6 +276,8 @@ void hsa_augment_batch(const hsa_vocab *v, const hsa_opts *o, json_t *const *rec
  * hsa-augment reads raw lines so that a repeated inline harness — almost
  * every line of a traj file carries the same one — is parsed once
  * (hsa_parse_record) rather than once per line. */
+#include "harness_memo.h"
+
 #include <zlib.h>
 #include <errno.h>
 #include <unistd.h>
@@ -285,10 +287,7 @@ struct hsa_reader {
     char  *name, *buf;
     size_t cap;
     long   line;
-    /* The last inline harness: its bytes and its parsed value. */
-    char  *hraw;
-    size_t hlen;
-    json_t *h;
+    harness_memo *memo;     /* the last inline harness, parsed once */
 };
 
 hsa_reader *hsa_reader_open(const char *path)
@@ -305,6 +304,7 @@ hsa_reader *hsa_reader_open(const char *path)
     r->name = xstrdup(stdio ? "<stdin>" : path);
     r->cap = 1 << 16;
     r->buf = xmalloc(r->cap);
+    r->memo = harness_memo_new();
     return r;
 }
 
@@ -354,90 +354,20 @@ void hsa_reader_close(hsa_reader *r)
 {
     if (!r) return;
     gzclose(r->gz);
-    json_decref(r->h);
-    free(r->hraw);
+    harness_memo_free(r->memo);
     free(r->buf);
     free(r->name);
     free(r);
 }
 
-/* End of the JSON value starting at p (a string, or a nest of brackets and
- * strings, or a scalar), or NULL. */
-static const char *value_end(const char *p, const char *end)
-{
-    int depth = 0;
-    for (const char *q = p; q < end; q++) {
-        char c = *q;
-        if (c == '"') {
-            for (q++; q < end && *q != '"'; q++) if (*q == '\\') q++;
-            if (q >= end) return NULL;
-            if (!depth) return q + 1;
-        } else if (c == '{' || c == '[') depth++;
-        else if (c == '}' || c == ']') {
-            if (--depth < 0) return q;   /* a scalar ended by its container */
-            if (!depth) return q + 1;
-        } else if (!depth && c == ',') return q;
-    }
-    return depth ? NULL : end;
-}
-
-/* Span of the top-level "harness" value in an object's text, or 0. */
-static int harness_span(const char *s, size_t n, size_t *from, size_t *to)
-{
-    const char *p = s, *end = s + n;
-    while (p < end && *p != '{') p++;
-    if (p == end) return 0;
-    p++;
-    for (;;) {
-        while (p < end && (*p == ' ' || *p == ',' || *p == '\t')) p++;
-        if (p >= end || *p != '"') return 0;
-        const char *k = p + 1, *ke = value_end(p, end);
-        if (!ke) return 0;
-        p = ke;
-        while (p < end && (*p == ' ' || *p == ':' || *p == '\t')) p++;
-        const char *ve = value_end(p, end);
-        if (!ve) return 0;
-        if (ke - k - 1 == 7 && !memcmp(k, "harness", 7)) {
-            *from = (size_t)(p - s);
-            *to = (size_t)(ve - s);
-            return 1;
-        }
-        p = ve;
-    }
-}
-
 json_t *hsa_parse_record(hsa_reader *r, const char *line, size_t len)
 {
     json_error_t e;
-    size_t a, b;
-    json_t *rec = NULL;
     if (json_too_deep(line, len, JSONL_MAX_DEPTH)) {
         hat_errat(r->name, r->line, "JSON nested deeper than %d levels", JSONL_MAX_DEPTH);
         return NULL;
     }
-    if (harness_span(line, len, &a, &b) && line[a] == '{') {
-        if (!r->h || r->hlen != b - a || memcmp(r->hraw, line + a, b - a)) {
-            json_t *h = json_loadb(line + a, b - a, 0, &e);
-            if (h) {
-                json_decref(r->h);
-                free(r->hraw);
-                r->h = h;
-                r->hraw = xstrndup(line + a, b - a);
-                r->hlen = b - a;
-            }
-        }
-        if (r->h && r->hlen == b - a && !memcmp(r->hraw, line + a, b - a)) {
-            sbuf s;
-            sbuf_init(&s);
-            sbuf_add(&s, line, a);
-            sbuf_puts(&s, "null");
-            sbuf_add(&s, line + b, len - b);
-            rec = json_loadb(s.s, s.len, 0, &e);
-            sbuf_free(&s);
-            if (json_is_object(rec)) json_object_set(rec, "harness", r->h);
-        }
-    }
-    if (!rec) rec = json_loadb(line, len, 0, &e);   /* the general path, and its errors */
+    json_t *rec = harness_memo_parse(r->memo, line, len, 0, &e);
     if (!rec) hat_errat(r->name, r->line, "invalid JSON at column %d: %s", e.column, e.text);
     return rec;
 }

@@ -38,6 +38,14 @@ hasnt "no other dims"       "$T/t.jsonl" '"dim":"(skill-id|skill-content|prompt|
 # --mix 1: every output the original.
 hsa-augment --mix 1 --seed 2 "$FX" >"$T/m.jsonl"
 has  "mix keeps original"   "$T/m.jsonl" '"hsa":\[\],'
+# A line whose harness key is repeated (jansson keeps the last value)
+# right after a line with the first value: the output keeps what jansson
+# parsed, not the remembered harness.
+head -n 1 "$FX" >"$T/dup.jsonl"
+head -n 1 "$FX" | jq -c '.harness.name = "dup-second"' | sed "s/^{/{\"harness\":$(head -n 1 "$FX" | jq -c .harness | sed 's/[&/\]/\\&/g'),/" >>"$T/dup.jsonl"
+hsa-augment --mix 1 --seed 2 "$T/dup.jsonl" | jq -r .harness.name >"$T/dup.names"
+[ "$(sed -n 2p "$T/dup.names")" = dup-second ] && pass "repeated harness key: the last value, as jansson" ||
+    flunk "repeated harness key" "$(cat "$T/dup.names")"
 
 # Harness only, bare: each line is a harness that lints clean.
 ok   "harness only"         hsa-augment --harness "$EX" --harness-only --bare -k 4 --seed 3 -o "$T/h.jsonl"
