@@ -5,6 +5,7 @@
  * so the tokenizer learns the text the model will actually see.  The
  * training itself is common/tok_train.c. */
 #include "chat.h"
+#include "chat_encode.h"
 #include "cli.h"
 #include "jsonl.h"
 #include "tokenizer.h"
@@ -49,11 +50,9 @@ typedef struct {
 static int add_record(job *j, const char *file, long line, const json_t *rec)
 {
     if (j->chat) {
-        chat_opts o = CHAT_OPTS_INIT;
-        o.tools = json_object_get(rec, "tools");
         chat_text t;
         char *err;
-        if (chat_render(&t, json_object_get(rec, "messages"), &o, &err)) {
+        if (record_render(&t, rec, NULL, 0, &err)) {
             hat_errat(file, line, "%s", err);
             free(err);
             return 1;

@@ -21,17 +21,23 @@ static int encode_text(const tokenizer *t, const json_t *text, tok_ids *ids, tok
     return 0;
 }
 
-static int encode_chat(const tokenizer *t, const json_t *rec, const json_t *harness,
-                       tok_ids *ids, tok_ids *mask, char **err)
+int record_render(chat_text *ct, const json_t *rec, const json_t *harness, int gen_prompt,
+                  char **err)
 {
     const json_t *msgs = json_object_get(rec, "messages");
     const json_t *h = json_object_get(rec, "harness");
     if (!h) h = harness;
-    chat_text ct;
     chat_opts o = CHAT_OPTS_INIT;
+    o.add_generation_prompt = gen_prompt;
     o.tools = json_object_get(rec, "tools");
-    if ((h ? harness_render(&ct, h, msgs, &o, err) : chat_render(&ct, msgs, &o, err)))
-        return -1;
+    return h ? harness_render(ct, h, msgs, &o, err) : chat_render(ct, msgs, &o, err);
+}
+
+static int encode_chat(const tokenizer *t, const json_t *rec, const json_t *harness,
+                       tok_ids *ids, tok_ids *mask, char **err)
+{
+    chat_text ct;
+    if (record_render(&ct, rec, harness, 0, err)) return -1;
     tok_segment *seg = xmalloc((ct.nspans ? ct.nspans : 1) * sizeof *seg);
     for (size_t i = 0; i < ct.nspans; i++)
         seg[i] = (tok_segment){ ct.text + ct.spans[i].off, ct.spans[i].len, ct.spans[i].assistant };
@@ -67,13 +73,8 @@ int prompt_encode(const tokenizer *t, const json_t *rec, const json_t *harness, 
         return -1;
     }
     if (json_is_array(msgs)) {
-        const json_t *h = json_object_get(rec, "harness");
-        if (!h) h = harness;
         chat_text ct;
-        chat_opts o = CHAT_OPTS_INIT;
-        o.add_generation_prompt = 1;
-        o.tools = json_object_get(rec, "tools");
-        if ((h ? harness_render(&ct, h, msgs, &o, err) : chat_render(&ct, msgs, &o, err))) return -1;
+        if (record_render(&ct, rec, harness, 1, err)) return -1;
         int rc = tok_encode(t, ct.text, ct.len, ids);
         chat_text_free(&ct);
         if (rc < 0) { *err = xstrdup("conversation is not valid UTF-8"); return -1; }

@@ -16,7 +16,14 @@
 
 #include <jansson.h>
 
+#include "chat.h"
 #include "tokenizer.h"
+
+/* A conversation record as the model reads it: rendered through its
+ * inline harness, else the default one, else with its own "tools" (the
+ * generation prompt appended when gen_prompt).  0, or -1 with *err. */
+int record_render(chat_text *ct, const json_t *rec, const json_t *harness, int gen_prompt,
+                  char **err);
 
 /* Appends to ids and mask (same length).  0, or -1 with *err (malloc'd). */
 int record_encode(const tokenizer *t, const json_t *rec, const json_t *harness,

@@ -91,6 +91,16 @@ jq -e '[.model.merges[] | join("")] | index("hello") != null' "$T/chat.json" >/d
     && pass "--chat learns from message contents" || flunk "--chat learns from message contents"
 jq -e '[.model.merges[] | join("")] | index("im") == null' "$T/chat.json" >/dev/null \
     && pass "--chat does not learn the special tokens' text" || flunk "--chat does not learn the special tokens' text"
+# A trajectory's inline harness is part of what the model reads (its
+# system prompt and tools): --chat learns from it, so the same records
+# encode to fewer tokens than under a tokenizer trained without it.
+F="$HAT_TOP/tests/fixtures/hsa/traj.jsonl"
+tok-train --chat -n 600 -o "$T/th.json" "$F"
+jq -c 'del(.harness)' "$F" | tok-train --chat -n 600 -o "$T/tn.json"
+nh=$(tok-encode --chat --tokenizer "$T/th.json" "$F" | jq '.ids | length' | awk '{s += $1} END {print s}')
+nn=$(tok-encode --chat --tokenizer "$T/tn.json" "$F" | jq '.ids | length' | awk '{s += $1} END {print s}')
+[ "$nh" -lt $((nn * 9 / 10)) ] && pass "--chat renders the inline harness ($nh < $nn tokens)" ||
+    flunk "--chat renders the inline harness" "$nh vs $nn tokens"
 printf '{"messages":"nope"}\n' >"$T/badchat.jsonl"
 fails "--chat with bad messages exits 1" 1 tok-train --chat -n 300 "$T/badchat.jsonl"
 has "--chat error is located" "$T/.err" "badchat.jsonl:1:"
