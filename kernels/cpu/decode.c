@@ -138,11 +138,16 @@ typedef unsigned int u32x8u __attribute__((vector_size(32), aligned(4)));
 #define ROWS_BLOCK(NAME, WT, DOT, WS)                                                     \
     HAT_CLONES                                                                            \
     static void NAME(float *out, const float *inp, const WT *wb, int N, int C, int no,    \
-                     int ldo, float beta)                                                 \
+                     int ldo, float beta, int wide)                                       \
     {                                                                                     \
         int C8 = C / 8 * 8;                                                               \
         (void)C8;                                                                         \
         int n = 0;                                                                        \
+        for (; wide && n + 3 <= N && N - n != 4; n += 3) {                                \
+            const float *x = inp + (size_t)n * C;                                         \
+            float *ob = out + (size_t)n * ldo;                                            \
+            ROW_TILE(DOT, WS, 3, 8);                                                      \
+        }                                                                                 \
         for (; n + 2 <= N; n += 2) {                                                      \
             const float *x = inp + (size_t)n * C;                                         \
             float *ob = out + (size_t)n * ldo;                                            \
@@ -158,6 +163,19 @@ typedef unsigned int u32x8u __attribute__((vector_size(32), aligned(4)));
 ROWS_BLOCK(rows_block, float, DOT_TILE, C)
 ROWS_BLOCK(rows_block_bf16, uint32_t, DOT_TILE_BF16, C / 2)
 
+/* 3-row tiles (24 accumulators) need the 32 vector registers of
+ * AVX-512; with 16 they spill, and pairs are faster.  Which tile a row
+ * falls in changes no bit (DOT_TILE), so this choice is free. */
+static int wide_tiles(void)
+{
+    static int wide = -1;
+    if (wide < 0) {
+        __builtin_cpu_init();
+        wide = __builtin_cpu_supports("avx512vl") != 0;
+    }
+    return wide;
+}
+
 /* Output blocks of OB weight rows (OB*C weights stay in L2 while every
  * row block passes over them); row blocks of RB rows. */
 #define OB 64
@@ -165,6 +183,7 @@ ROWS_BLOCK(rows_block_bf16, uint32_t, DOT_TILE_BF16, C / 2)
 
 #define MATMUL_ROWS(BLOCK, WS)                                                                \
     do {                                                                                  \
+        int wide = wide_tiles();                                                          \
         int nb = (OC + OB - 1) / OB;                                                      \
         int nt = nthreads((double)N * C * OC);                                            \
         if (nt > nb) nt = nb;                                                             \
@@ -174,7 +193,7 @@ ROWS_BLOCK(rows_block_bf16, uint32_t, DOT_TILE_BF16, C / 2)
             for (int n0 = 0; n0 < N; n0 += RB) {                                          \
                 int nr = N - n0 < RB ? N - n0 : RB;                                       \
                 BLOCK(out + (size_t)n0 * OC + o0, inp + (size_t)n0 * C, w + (size_t)o0 * (WS), \
-                      nr, C, no, OC, beta);                                               \
+                      nr, C, no, OC, beta, wide);                                         \
             }                                                                             \
         }                                                                                 \
     } while (0)
