@@ -265,7 +265,7 @@ int main(int argc, char **argv)
         rc = -1;
         goto out;
     }
-    if (metrics && !(mo = out_open(metrics))) { rc = -1; goto out; }
+    if (metrics && !(mo = out_open_log(metrics))) { rc = -1; goto out; }
 
     int tty = isatty(2);
     long end = s.step + steps;

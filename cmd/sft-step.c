@@ -131,7 +131,7 @@ int main(int argc, char **argv)
     json_decref(h);
     if (d.n_truncated) hat_warn("%ld sequences longer than %d tokens were cut", d.n_truncated, s.T + 1);
 
-    hat_out *mo = metrics ? out_open(metrics) : NULL;
+    hat_out *mo = metrics ? out_open_log(metrics) : NULL;
     if (metrics && !mo) { train_data_free(&d); ckpt_free(&k); return EXIT_FAIL; }
     int tty = isatty(2), rc = 0;
     double t0 = now();

@@ -204,6 +204,7 @@ struct hat_out {
     char  *path;     /* final name, NULL for stdout */
     char  *tmp;      /* temporary name while writing */
     int    failed;
+    int    log;      /* out_open_log: appended in place, flushed per write */
     sbuf   line;     /* out_json's buffer, reused */
 };
 
@@ -238,6 +239,21 @@ hat_out *out_open(const char *path)
     return o;
 }
 
+hat_out *out_open_log(const char *path)
+{
+    if (is_stdio_path(path)) return out_open(path);
+    FILE *f = fopen(path, "a");
+    if (!f) {
+        hat_errat(path, 0, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    hat_out *o = xcalloc(1, sizeof *o);
+    o->f = f;
+    o->path = xstrdup(path);
+    o->log = 1;
+    return o;
+}
+
 FILE *out_file(hat_out *o) { return o->f; }
 
 static const char *out_name(const hat_out *o) { return o->path ? o->path : "<stdout>"; }
@@ -246,7 +262,7 @@ int out_write(hat_out *o, const void *buf, size_t n)
 {
     if (o->failed) return -1;
     int ok = o->gz ? (n == 0 || gzwrite(o->gz, buf, (unsigned)n) == (int)n)
-                   : fwrite(buf, 1, n, o->f) == n;
+                   : fwrite(buf, 1, n, o->f) == n && (!o->log || fflush(o->f) == 0);
     if (!ok) {
         hat_errat(out_name(o), 0, "write error: %s", strerror(errno));
         o->failed = 1;
@@ -285,9 +301,22 @@ static void out_free(hat_out *o)
     free(o);
 }
 
+/* A log's end, aborted or not: what was written stays. */
+static int log_close(hat_out *o)
+{
+    int bad = o->failed;
+    if (fclose(o->f) != 0 && !bad) {
+        hat_errat(o->path, 0, "write error: %s", strerror(errno));
+        bad = 1;
+    }
+    out_free(o);
+    return bad ? -1 : 0;
+}
+
 void out_abort(hat_out *o)
 {
     if (!o) return;
+    if (o->log) { log_close(o); return; }
     if (o->gz) gzclose(o->gz);
     else if (o->f && o->f != stdout) fclose(o->f);
     if (o->tmp && o->path) unlink(o->tmp);
@@ -297,6 +326,7 @@ void out_abort(hat_out *o)
 int out_close(hat_out *o)
 {
     if (!o) return 0;
+    if (o->log) return log_close(o);
     int bad = o->failed;
     if (!o->path) {
         if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -63,6 +63,10 @@ json_t *json_load_path(const char *path);
 typedef struct hat_out hat_out;
 
 hat_out *out_open(const char *path);           /* NULL or "-" = stdout */
+/* A log (trainers' --metrics): appended to in place and flushed line by
+ * line, so tail -f follows a run and a resumed run continues the file;
+ * out_close and out_abort both keep what was written. */
+hat_out *out_open_log(const char *path);
 FILE    *out_file(hat_out *o);                 /* raw stream (NULL if .gz) */
 int      out_write(hat_out *o, const void *buf, size_t n);
 int      out_puts(hat_out *o, const char *s);

@@ -46,8 +46,11 @@ ok "sft-step on text" sft-step --init "$T/base.ckpt" --data "$T/text.jsonl" --st
 for mode in bucket no-bucket; do
     flag=""; [ $mode = no-bucket ] && flag=--no-bucket
     ok "$mode: 2 steps" sft-step --init "$T/base.ckpt" --data "$T/seqs.jsonl" --steps 2 --total-steps 4 \
-        --batch 2 --seq 4096 $flag -o "$T/$mode-2.ckpt"
-    ok "$mode: resume 2 more" sft-step --init "$T/$mode-2.ckpt" --resume --data "$T/seqs.jsonl" --steps 2 -o "$T/$mode-4.ckpt"
+        --batch 2 --seq 4096 $flag --metrics "$T/$mode.metrics" -o "$T/$mode-2.ckpt"
+    ok "$mode: resume 2 more" sft-step --init "$T/$mode-2.ckpt" --resume --data "$T/seqs.jsonl" --steps 2 \
+        --metrics "$T/$mode.metrics" -o "$T/$mode-4.ckpt"
+    [ "$(jq -c .step "$T/$mode.metrics" | paste -sd,)" = 1,2,3,4 ] && pass "$mode: the resumed run appends its metrics" ||
+        flunk "$mode: the resumed run appends its metrics" "$(jq -c .step "$T/$mode.metrics" | paste -sd,)"
     ok "$mode: 4 straight" sft-step --init "$T/base.ckpt" --data "$T/seqs.jsonl" --steps 4 --total-steps 4 \
         --batch 2 --seq 4096 $flag -o "$T/$mode-4b.ckpt"
     same "$mode: resume is exact" "$T/$mode-4.ckpt" "$T/$mode-4b.ckpt"
