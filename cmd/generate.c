@@ -96,13 +96,6 @@ static json_t *finish(const texter *x, gen_engine *e, int slot, job *j, int logp
     return o;
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* The engine's counters as one JSON line on stderr. */
 static void print_stats(gen_engine *e, double secs)
 {
@@ -236,7 +229,7 @@ int main(int argc, char **argv)
     long *slot_job = xmalloc(batch * sizeof(long));
     for (int s = 0; s < batch; s++) slot_job[s] = -1;
     long next = 0, emitted = 0;
-    double t0 = now();
+    double t0 = hat_now();
     int live = 0;
     rc = 0;
     while ((next < nj || live) && !rc) {
@@ -269,7 +262,7 @@ int main(int argc, char **argv)
             json_decref(jobs[emitted].out);
         }
     }
-    if (stats) print_stats(e, now() - t0);
+    if (stats) print_stats(e, hat_now() - t0);
     for (long i = 0; i < nj; i++) {
         json_decref(jobs[i].in);
         free(jobs[i].ids);

@@ -116,6 +116,22 @@ static int parse_weights(const char *s, double *w)
     return 0;
 }
 
+typedef struct { grpo *g; ckpt *k; const grpo_config *gc; } grpo_ctx;
+
+/* One GRPO step for train_run. */
+static int grpo_one(void *ctx, train_state *s, json_t **line, char *status, size_t n, char **err)
+{
+    grpo_ctx *x = ctx;
+    grpo_metrics M;
+    if (grpo_step(x->g, s, x->k->opt_m, x->k->opt_v, &M, err)) return -1;
+    *line = grpo_metrics_json(&M, s->step);
+    snprintf(status, n, "reward %.3f  kl %.4f  clip %.3f  gen %.1fs score %.1fs opt %.1fs", M.reward_mean,
+             M.kl, M.clip_frac, M.t_gen, M.t_score, M.t_opt);
+    return 0;
+}
+
+static json_t *grpo_settings(void *ctx) { return grpo_config_json(((grpo_ctx *)ctx)->gc); }
+
 int main(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -234,7 +250,6 @@ int main(int argc, char **argv)
     judge *jd = NULL;
     hsa_vocab *vocab = NULL;
     grpo *g = NULL;
-    hat_out *mo = NULL;
     char *err = NULL;
     if (ckpt_load(&k, init)) return EXIT_FAIL;
     model *m = k.m;
@@ -265,28 +280,11 @@ int main(int argc, char **argv)
         rc = -1;
         goto out;
     }
-    if (metrics && !(mo = out_open_log(metrics))) { rc = -1; goto out; }
-
-    int tty = isatty(2);
-    long end = s.step + steps;
-    while (s.step < end && !rc) {
-        grpo_metrics M;
-        if (grpo_step(g, &s, k.opt_m, k.opt_v, &M, &err)) { hat_errat(init, 0, "%s", err); rc = -1; break; }
-        if (mo) {
-            json_t *j = grpo_metrics_json(&M, s.step);
-            rc = out_json(mo, j);
-            json_decref(j);
-        }
-        if (tty)
-            fprintf(stderr, "\rstep %ld/%ld  reward %.3f  kl %.4f  clip %.3f  gen %.1fs score %.1fs opt %.1fs   ",
-                    s.step, end, M.reward_mean, M.kl, M.clip_frac, M.t_gen, M.t_score, M.t_opt);
-        if (save_every && s.step % save_every == 0 && s.step < end) rc = train_save(&k, &s, "grpo", grpo_config_json(&gc), c.output);
-    }
-    if (tty) fputc('\n', stderr);
-    if (mo) { if (rc) out_abort(mo); else rc = out_close(mo); mo = NULL; }
-    if (!rc) rc = train_save(&k, &s, "grpo", grpo_config_json(&gc), c.output);
+    grpo_ctx x = { g, &k, &gc };
+    train_loop L = { .step = grpo_one, .config = grpo_settings, .key = "grpo", .ctx = &x, .steps = steps,
+                     .save_every = save_every, .metrics = metrics, .output = c.output, .name = init };
+    rc = train_run(&k, &s, &L);
 out:
-    if (mo) out_abort(mo);
     grpo_free(g);
     hsa_vocab_free(vocab);
     judge_free(jd);

@@ -51,13 +51,6 @@ typedef struct {
     lg_sample *out;
 } run;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Generated tokens reported in a response body (agent timings, chat
  * usage, or the usage of the last SSE event). */
 static long tokens_of(const char *body, size_t len)
@@ -85,7 +78,7 @@ static void *worker(void *arg)
         pthread_mutex_unlock(&R->mu);
         if (i < 0) return NULL;
         if (R->start) {
-            double wait = R->t0 + R->start[i] - now();
+            double wait = R->t0 + R->start[i] - hat_now();
             if (wait > 0) usleep((useconds_t)(wait * 1e6));
         }
         long l = i % R->nlines;
@@ -209,10 +202,10 @@ int main(int argc, char **argv)
     }
     if (nthreads > R.n) nthreads = R.n;
     pthread_t *th = xcalloc(nthreads, sizeof *th);
-    R.t0 = now();
+    R.t0 = hat_now();
     for (long i = 0; i < nthreads; i++) pthread_create(&th[i], NULL, worker, &R);
     for (long i = 0; i < nthreads; i++) pthread_join(th[i], NULL);
-    double dur = now() - R.t0;
+    double dur = hat_now() - R.t0;
     free(th);
 
     json_t *rep = lg_report(R.out, R.n, dur, budget);

@@ -68,6 +68,22 @@ static json_t *load_prompts(int n, char **paths, int skip_bad)
     return all;
 }
 
+typedef struct { opd *o; ckpt *k; const opd_config *oc; } opd_ctx;
+
+/* One distillation step for train_run. */
+static int opd_one(void *ctx, train_state *s, json_t **line, char *status, size_t n, char **err)
+{
+    opd_ctx *x = ctx;
+    opd_metrics M;
+    if (opd_step(x->o, s, x->k->opt_m, x->k->opt_v, &M, err)) return -1;
+    *line = opd_metrics_json(&M, s->step);
+    snprintf(status, n, "kl %.4f  len %.1f  gen %.1fs opt %.1fs", x->oc->full ? M.kl : M.kl_sampled,
+             M.completion_len, M.t_gen, M.t_opt);
+    return 0;
+}
+
+static json_t *opd_settings(void *ctx) { return opd_config_json(((opd_ctx *)ctx)->oc); }
+
 int main(int argc, char **argv)
 {
     static const struct option longs[] = {
@@ -127,7 +143,6 @@ int main(int argc, char **argv)
     tokenizer *tok = NULL;
     json_t *prompts = NULL;
     opd *o = NULL;
-    hat_out *mo = NULL;
     char *err = NULL;
     if (ckpt_load(&k, init)) return EXIT_FAIL;
     model *m = k.m;
@@ -147,27 +162,11 @@ int main(int argc, char **argv)
         rc = -1;
         goto out;
     }
-    if (metrics && !(mo = out_open_log(metrics))) { rc = -1; goto out; }
-    int tty = isatty(2);
-    long end = s.step + steps;
-    while (s.step < end && !rc) {
-        opd_metrics M;
-        if (opd_step(o, &s, k.opt_m, k.opt_v, &M, &err)) { hat_errat(init, 0, "%s", err); rc = -1; break; }
-        if (mo) {
-            json_t *j = opd_metrics_json(&M, s.step);
-            rc = out_json(mo, j);
-            json_decref(j);
-        }
-        if (tty)
-            fprintf(stderr, "\rstep %ld/%ld  kl %.4f  len %.1f  gen %.1fs opt %.1fs   ", s.step, end,
-                    oc.full ? M.kl : M.kl_sampled, M.completion_len, M.t_gen, M.t_opt);
-        if (save_every && s.step % save_every == 0 && s.step < end) rc = train_save(&k, &s, "opd", opd_config_json(&oc), c.output);
-    }
-    if (tty) fputc('\n', stderr);
-    if (mo) { if (rc) out_abort(mo); else rc = out_close(mo); mo = NULL; }
-    if (!rc) rc = train_save(&k, &s, "opd", opd_config_json(&oc), c.output);
+    opd_ctx x = { o, &k, &oc };
+    train_loop L = { .step = opd_one, .config = opd_settings, .key = "opd", .ctx = &x, .steps = steps,
+                     .save_every = save_every, .metrics = metrics, .output = c.output, .name = init };
+    rc = train_run(&k, &s, &L);
 out:
-    if (mo) out_abort(mo);
     opd_free(o);
     json_decref(prompts);
     tok_free(tok);

@@ -85,17 +85,10 @@ static const json_t *case_task(const json_t *line, json_t **extra, char **err)
     return task;
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void progress(rollout *r, long total_read, double t0, int final)
 {
     static double last;
-    double t = now();
+    double t = hat_now();
     if (!final && t - last < 0.5) return;
     last = t;
     rollout_stats s = rollout_get_stats(r);
@@ -188,7 +181,7 @@ int main(int argc, char **argv)
 
     int tty = isatty(2), nin = optind < argc ? argc - optind : 1, fi = 0, eof = 0;
     long bad = 0;
-    double t0 = now();
+    double t0 = hat_now();
     jsonl_reader *in = NULL;
     char **names = xcalloc(nin, sizeof *names);    /* for messages after a reader closes */
     while (!rc && (!eof || rollout_running(r) || rollout_pending(r))) {

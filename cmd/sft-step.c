@@ -53,11 +53,21 @@ static const char usage[] =
 enum { O_INIT = 1, O_DATA, O_STEPS, O_RESUME, O_BATCH, O_SEQ, O_ACCUM,
        O_METRICS, O_SAVE, O_TOK, O_HARNESS, O_NOBUCKET };
 
-static double now(void)
+typedef struct { ckpt *k; const train_data *d; } sft_ctx;
+
+/* One optimiser step for train_run: its metrics line and status. */
+static int sft_one(void *ctx, train_state *s, json_t **line, char *status, size_t n, char **err)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
+    sft_ctx *x = ctx;
+    double t0 = hat_now();
+    train_result r;
+    train_step(x->k->m, x->k->opt_m, x->k->opt_v, x->d, s, &r);
+    double dt = hat_now() - t0, tps = r.tokens / (dt > 0 ? dt : 1e-9);
+    *line = json_pack("{s:I,s:f,s:f,s:f,s:I,s:f}", "step", (json_int_t)s->step, "loss", r.loss,
+                      "lr", (double)r.lr, "grad_norm", r.grad_norm, "tokens", (json_int_t)r.tokens,
+                      "tokens_per_s", tps);
+    snprintf(status, n, "loss %.4f  lr %.2e  |g| %.3f  %.0f tok/s", r.loss, r.lr, r.grad_norm, tps);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -131,34 +141,10 @@ int main(int argc, char **argv)
     json_decref(h);
     if (d.n_truncated) hat_warn("%ld sequences longer than %d tokens were cut", d.n_truncated, s.T + 1);
 
-    hat_out *mo = metrics ? out_open_log(metrics) : NULL;
-    if (metrics && !mo) { train_data_free(&d); ckpt_free(&k); return EXIT_FAIL; }
-    int tty = isatty(2), rc = 0;
-    double t0 = now();
-    long end = s.step + steps;
-    while (s.step < end && !rc) {
-        double ts = now();
-        train_result r;
-        train_step(m, k.opt_m, k.opt_v, &d, &s, &r);
-        double dt = now() - ts, tps = r.tokens / (dt > 0 ? dt : 1e-9);
-        if (mo) {
-            json_t *j = json_pack("{s:I,s:f,s:f,s:f,s:I,s:f}", "step", (json_int_t)s.step, "loss", r.loss,
-                                  "lr", (double)r.lr, "grad_norm", r.grad_norm, "tokens", (json_int_t)r.tokens,
-                                  "tokens_per_s", tps);
-            rc = out_json(mo, j);
-            json_decref(j);
-        }
-        if (tty) {
-            long left = end - s.step;
-            double eta = (now() - t0) / (steps - left) * left;
-            fprintf(stderr, "\rstep %ld/%ld  loss %.4f  lr %.2e  |g| %.3f  %.0f tok/s  ETA %.0fs   ",
-                    s.step, end, r.loss, r.lr, r.grad_norm, tps, eta);
-        }
-        if (save_every && s.step % save_every == 0 && s.step < end) rc = train_save(&k, &s, NULL, NULL, c.output);
-    }
-    if (tty) fputc('\n', stderr);
-    if (mo) { if (rc) out_abort(mo); else rc = out_close(mo); }
-    if (!rc) rc = train_save(&k, &s, NULL, NULL, c.output);
+    sft_ctx x = { &k, &d };
+    train_loop L = { .step = sft_one, .ctx = &x, .steps = steps, .save_every = save_every,
+                     .metrics = metrics, .output = c.output, .name = init };
+    int rc = train_run(&k, &s, &L);
     train_data_free(&d);
     ckpt_free(&k);
     return rc ? EXIT_FAIL : EXIT_OK;

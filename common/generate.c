@@ -18,7 +18,6 @@
 #include <omp.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct {
     int        active, status;
@@ -686,21 +685,14 @@ static int gather(gen_engine *e, int *nl)
     return R;
 }
 
-static double seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int step(gen_engine *e);
 
 int gen_step(gen_engine *e)
 {
-    double t0 = seconds();
+    double t0 = hat_now();
     long g0 = e->st.generated;
     int running = step(e);
-    double dt = seconds() - t0;
+    double dt = hat_now() - t0;
     if (e->step_prefill) e->st.prefill_s += dt;
     else {
         e->st.decode_s += dt;

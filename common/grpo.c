@@ -275,13 +275,6 @@ typedef struct {
     int    tool_msgs, tool_errs;
 } played;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 grpo *grpo_new(const grpo_config *c, model *policy, const model *ref, const tokenizer *t,
                const world *w, judge *j, const json_t *tasks, const json_t *harness,
                const hsa_vocab *vocab, char **err)
@@ -373,7 +366,7 @@ static int play(grpo *g, const json_t **tasks, json_t **harness, int n, uint64_t
                 uint64_t group0, played *out, double *t_gen, double *t_score, char **err)
 {
     int G = g->c.G, total = n * G, added = 0, got = 0;
-    double t0 = now();
+    double t0 = hat_now();
     /* a fresh engine per batch: the samples then depend only on the
      * weights and the streams, not on what an earlier batch left in the
      * decoding engine, so a resumed run plays what the uninterrupted one did */
@@ -399,7 +392,7 @@ static int play(grpo *g, const json_t **tasks, json_t **harness, int n, uint64_t
     }
     rollout_free(g->r);
     g->r = NULL;
-    double t1 = now();
+    double t1 = hat_now();
     for (int i = 0; i < total; i++) {
         played *p = &out[i];
         rollout_result *x = p->x;
@@ -424,7 +417,7 @@ static int play(grpo *g, const json_t **tasks, json_t **harness, int n, uint64_t
         out[i].reward = r;
     }
     *t_gen += t1 - t0;
-    *t_score += now() - t1;
+    *t_score += hat_now() - t1;
     return 0;
 }
 
@@ -592,7 +585,7 @@ int grpo_step(grpo *g, train_state *s, float *exp_avg, float *exp_avg_sq, grpo_m
     played *p = xcalloc(total, sizeof *p);
     /* 2-3. generation and scoring */
     if (!rc) rc = play(g, tasks, hs, n, s->seed, (uint64_t)s->data_pos, p, &M->t_gen, &M->t_score, err);
-    double t_opt0 = now();
+    double t_opt0 = hat_now();
     /* 4. advantages and units */
     int per = c->split ? 2 : 1, n_units = total * per, n_grp = 0;
     double *adv = xcalloc(n_units, sizeof *adv), *uw = xcalloc(n_units, sizeof *uw);
@@ -651,7 +644,7 @@ int grpo_step(grpo *g, train_state *s, float *exp_avg, float *exp_avg_sq, grpo_m
         if (e == 0) M->grad_norm = gn;
         adamw_step(g->m, exp_avg, exp_avg_sq, &s->opt, M->lr, s->step * c->epochs + e + 1);
     }
-    M->t_opt = now() - t_opt0;
+    M->t_opt = hat_now() - t_opt0;
     /* metrics */
     if (!rc) {
         for (int k = 0; k < JUDGE_NCOMP; k++) {

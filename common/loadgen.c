@@ -9,13 +9,6 @@
 #include <string.h>
 #include <time.h>
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 int lg_url_check(const char *url, char **err)
 {
     *err = NULL;
@@ -50,7 +43,7 @@ typedef struct {
 static size_t on_body(char *p, size_t size, size_t n, void *ctx)
 {
     sink *k = ctx;
-    if (!k->r->t_first) k->r->t_first = now() - k->t0;
+    if (!k->r->t_first) k->r->t_first = hat_now() - k->t0;
     sbuf_add(&k->r->body, p, size * n);
     return size * n;
 }
@@ -66,7 +59,7 @@ void lg_post(const char *base, const char *path, const char *token, const char *
     char *auth = token ? xasprintf("Authorization: Bearer %s", token) : NULL;
     struct curl_slist *hdr = curl_slist_append(NULL, "Content-Type: application/json");
     if (auth) hdr = curl_slist_append(hdr, auth);
-    sink k = { r, now() };
+    sink k = { r, hat_now() };
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdr);
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
@@ -77,7 +70,7 @@ void lg_post(const char *base, const char *path, const char *token, const char *
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);        /* threads: no SIGALRM timeouts */
     curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
     CURLcode rc = curl_easy_perform(c);
-    r->t_total = now() - k.t0;
+    r->t_total = hat_now() - k.t0;
     if (rc != CURLE_OK) {
         r->error = xstrdup(curl_easy_strerror(rc));
         r->status = 0;

@@ -144,13 +144,6 @@ typedef struct {
     long  rec;
 } sample;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* The messages up to and including the first user message. */
 static json_t *prompt_messages(const json_t *rec)
 {
@@ -369,9 +362,9 @@ int opd_step(opd *o, train_state *s, float *exp_avg, float *exp_avg_sq, opd_metr
     long *recs = xmalloc(n * sizeof *recs);
     for (int i = 0; i < n; i++) recs[i] = record_at(o, s->seed, s->data_pos + i);
     sample *x = xcalloc(total, sizeof *x);
-    double t0 = now();
+    double t0 = hat_now();
     sample_all(o, recs, n, s->seed, (uint64_t)s->data_pos, x);
-    double t1 = now();
+    double t1 = hat_now();
     long ctoks = count_completion(x, total), tokens = 0;
     model_alloc_grads(o->s);
     model_zero_grad(o->s);
@@ -380,7 +373,7 @@ int opd_step(opd *o, train_state *s, float *exp_avg, float *exp_avg_sq, opd_metr
     M->lr = optim_lr(&s->opt, s->step);
     M->grad_norm = grad_clip(o->s, s->opt.grad_clip);
     adamw_step(o->s, exp_avg, exp_avg_sq, &s->opt, M->lr, s->step + 1);
-    M->t_opt = now() - t1;
+    M->t_opt = hat_now() - t1;
     M->t_gen = t1 - t0;
     if (o->c.full) M->kl = tokens ? sum / tokens : 0;
     else M->kl_sampled = tokens ? sum / tokens : 0;

@@ -37,13 +37,6 @@ typedef struct {
     double t0;
 } conn_state;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static enum MHD_Result send_text(http_ctx *H, struct MHD_Connection *c, int status, const char *type,
                                  char *text)
 {
@@ -71,7 +64,7 @@ static enum MHD_Result send_error(http_ctx *H, struct MHD_Connection *c, conn_st
     char *b = serve_error_body(status, msg);
     char *line = xasprintf("%s\n", b);
     free(b);
-    serve_observe(H->s, cs->kind > 0 ? cs->kind : 0, status, now() - cs->t0);
+    serve_observe(H->s, cs->kind > 0 ? cs->kind : 0, status, hat_now() - cs->t0);
     cs->answered = 1;
     return send_text(H, c, status, "application/json", line);
 }
@@ -148,7 +141,7 @@ static void sse_final(sse *e)
     }
     sbuf_puts(&e->out, "data: [DONE]\n\n");
     e->finished = 1;
-    serve_observe(e->s, SERVE_CHAT, j->status, now() - e->t0);
+    serve_observe(e->s, SERVE_CHAT, j->status, hat_now() - e->t0);
 }
 
 static ssize_t sse_read(void *cls, uint64_t pos, char *buf, size_t max)
@@ -181,7 +174,7 @@ static void sse_free(void *cls)
 {
     sse *e = cls;
     if (!e->finished) serve_cancel(e->j);   /* the client went away */
-    if (!e->finished) serve_observe(e->s, SERVE_CHAT, 499, now() - e->t0);
+    if (!e->finished) serve_observe(e->s, SERVE_CHAT, 499, hat_now() - e->t0);
     serve_job_unref(e->j);
     sbuf_free(&e->out);
     free(e);
@@ -216,11 +209,11 @@ static enum MHD_Result answer(http_ctx *H, struct MHD_Connection *c, conn_state 
         json_object_set_new(st, "status", json_string(draining ? "draining" : "ok"));
         enum MHD_Result rc = send_json(H, c, draining ? 503 : 200, st);
         json_decref(st);
-        serve_observe(s, SERVE_HEALTH, draining ? 503 : 200, now() - cs->t0);
+        serve_observe(s, SERVE_HEALTH, draining ? 503 : 200, hat_now() - cs->t0);
         return rc;
     }
     if (cs->kind == SERVE_METRICS) {
-        serve_observe(s, SERVE_METRICS, 200, now() - cs->t0);
+        serve_observe(s, SERVE_METRICS, 200, hat_now() - cs->t0);
         sbuf b;
         sbuf_init(&b);
         metrics_render(serve_metrics(s), &b);
@@ -243,7 +236,7 @@ static enum MHD_Result answer(http_ctx *H, struct MHD_Connection *c, conn_state 
     if (j->req.stream) return start_stream(H, c, cs, j);
     status = serve_wait(j);
     enum MHD_Result rc = send_json(H, c, status, j->result);
-    serve_observe(s, cs->kind, status, now() - cs->t0);
+    serve_observe(s, cs->kind, status, hat_now() - cs->t0);
     serve_job_unref(j);
     return rc;
 }
@@ -257,7 +250,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     if (!cs) {
         cs = xcalloc(1, sizeof *cs);
         sbuf_init(&cs->body);
-        cs->t0 = now();
+        cs->t0 = hat_now();
         cs->kind = serve_route(method, url);
         *con_cls = cs;
         const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);

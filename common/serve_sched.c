@@ -43,13 +43,6 @@ struct serve {
     uint64_t         stream;
 };
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void logf_(serve *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void logf_(serve *s, const char *fmt, ...)
 {
@@ -197,7 +190,7 @@ int serve_submit(serve *s, serve_job *j)
     if (s->draining) rc = 503;
     else if (s->nqueue >= s->c.queue_max) rc = 429;
     else {
-        j->t_submit = now();
+        j->t_submit = hat_now();
         j->state = JOB_QUEUED;
         j->refs++;                      /* the scheduler's */
         j->next = NULL;
@@ -231,7 +224,7 @@ void serve_cancel(serve_job *j)
 /* Scheduler side: publish the answer, wake the waiter, drop our ref. */
 static void job_finish(serve *s, serve_job *j, int status, json_t *result)
 {
-    double t = now();
+    double t = hat_now();
     pthread_mutex_lock(&j->mu);
     j->status = status;
     j->result = result;
@@ -399,7 +392,7 @@ static void maybe_reload(serve *s)
 {
     int want = 0;
     if (s->reload_req) { s->reload_req = 0; want = 1; }
-    double t = now();
+    double t = hat_now();
     if (s->c.poll_ms > 0 && s->c.harness_path && t >= s->next_poll) {
         s->next_poll = t + s->c.poll_ms / 1000.0;
         long long sig = harness_signature(s->c.harness_path);
@@ -469,7 +462,7 @@ static int admit(serve *s)
         *pp = j->next;
         if (s->qtail == j) s->qtail = prev;
         s->nqueue--;
-        j->t_start = now();
+        j->t_start = hat_now();
         metrics_observe(s->mx, "hat_queue_wait_seconds", "", j->t_start - j->t_submit);
         pthread_mutex_lock(&j->mu);
         j->state = JOB_RUNNING;
@@ -533,7 +526,7 @@ static void step_chat(serve *s)
     gen_step(s->e);
     gen_stats g1 = gen_get_stats(s->e);
     count_mtp(s, "engine=\"chat\"", &g0, &g1);
-    double t = now();
+    double t = hat_now();
     for (int i = 0; i < s->c.slots; i++) {
         serve_job *j = s->chat[i];
         if (!j) continue;
@@ -606,7 +599,7 @@ static void step_agent(serve *s)
     count_mtp(s, "engine=\"agent\"", &g0, &g1);
     if (after.gen_tokens > before.gen_tokens)
         metrics_add(s->mx, "hat_generated_tokens_total", "", after.gen_tokens - before.gen_tokens);
-    double t = now();
+    double t = hat_now();
     for (rollout_result *x; (x = rollout_take(s->r)); rollout_result_free(x)) {
         serve_job *j = x->user;
         s->nagent--;
@@ -689,7 +682,7 @@ serve *serve_new(const serve_config *c, json_t *h, char **err)
     metrics_set(s->mx, "hat_queue_depth", "", 0);
     s->h = json_incref(h);
     if (s->c.harness_path) s->hsig = s->hsig_seen = harness_signature(s->c.harness_path);
-    s->next_poll = now() + s->c.poll_ms / 1000.0;
+    s->next_poll = hat_now() + s->c.poll_ms / 1000.0;
     pthread_mutex_init(&s->mu, NULL);
     pthread_mutex_init(&s->hmu, NULL);
     pthread_cond_init(&s->wake, NULL);
@@ -758,7 +751,7 @@ json_t *serve_stats(serve *s)
 
 int serve_run(serve *s, int kind, const json_t *body, json_t **response)
 {
-    double t0 = now();
+    double t0 = hat_now();
     serve_request r;
     char *err = NULL;
     int status = serve_parse_json(kind, body, &s->c.limits, &r, &err);
@@ -774,7 +767,7 @@ int serve_run(serve *s, int kind, const json_t *body, json_t **response)
         *response = json_loads(b, 0, NULL);
         free(b);
     }
-    serve_observe(s, kind, status, now() - t0);
+    serve_observe(s, kind, status, hat_now() - t0);
     serve_job_unref(j);
     free(err);
     return status;

@@ -21,13 +21,6 @@ typedef struct {
     double     t0;
 } pending;
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static json_t *error_json(int status, const char *msg)
 {
     char *b = serve_error_body(status, msg);
@@ -40,7 +33,7 @@ static json_t *error_json(int status, const char *msg)
 static void start(serve *s, const char *line, size_t len, long lineno, pending *p)
 {
     memset(p, 0, sizeof *p);
-    p->t0 = now();
+    p->t0 = hat_now();
     json_error_t je;
     json_t *v = json_too_deep(line, len, 64) ? NULL : json_loadb(line, len, 0, &je);
     if (!json_is_object(v)) {
@@ -90,7 +83,7 @@ static int finish(serve *s, pending *p, FILE *out)
     if (p->j) {
         p->status = serve_wait(p->j);
         p->response = json_incref(p->j->result);
-        serve_observe(s, p->kind, p->status, now() - p->t0);
+        serve_observe(s, p->kind, p->status, hat_now() - p->t0);
         serve_job_unref(p->j);
     }
     json_t *o = json_pack("{s:o,s:i,s:o}", "id", p->id, "status", p->status, "response",

@@ -425,13 +425,6 @@ static json_t *build_json(tok_trainer *tr, const tokset *ts, const int *merges, 
     return root;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 json_t *tok_trainer_finish(tok_trainer *tr, const tok_train_opts *o, char **err)
 {
     int nadded = (int)json_array_size(json_object_get(tr->tmpl, "added_tokens"));
@@ -458,7 +451,7 @@ json_t *tok_trainer_finish(tok_trainer *tr, const tok_train_opts *o, char **err)
     merger_init(&m, tr, byte_id);
     size_t nm = 0, capm = 1024;
     int *merges = xmalloc(sizeof(int) * 2 * capm);
-    double t0 = now_s(), last = t0;
+    double t0 = hat_now(), last = t0;
     uint64_t key;
     int64_t count;
     long minf = o->min_frequency > 0 ? o->min_frequency : 1;
@@ -475,13 +468,13 @@ json_t *tok_trainer_finish(tok_trainer *tr, const tok_train_opts *o, char **err)
         merges[2 * nm + 1] = b;
         nm++;
         apply_merge(&m, key, c);
-        if (o->progress && now_s() - last > 0.5) {
-            last = now_s();
+        if (o->progress && hat_now() - last > 0.5) {
+            last = hat_now();
             fprintf(stderr, "\r%s: merge %zu, vocab %zu/%d, pair count %lld, %.0f merges/s   ",
                     hat_prog, nm, ts.n, target, (long long)count, nm / (last - t0 + 1e-9));
         }
     }
-    if (o->progress) fprintf(stderr, "\r%s: %zu merges in %.1f s%40s\n", hat_prog, nm, now_s() - t0, "");
+    if (o->progress) fprintf(stderr, "\r%s: %zu merges in %.1f s%40s\n", hat_prog, nm, hat_now() - t0, "");
     json_t *out = build_json(tr, &ts, merges, nm);
     merger_free(&m);
     free(merges);

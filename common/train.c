@@ -7,6 +7,8 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------ data */
 
@@ -329,4 +331,38 @@ int train_begin(ckpt *k, train_state *s, int resume, const char *key, uint64_t s
     k->opt_m = xcalloc(k->m->n_floats, sizeof(float));
     k->opt_v = xcalloc(k->m->n_floats, sizeof(float));
     return 0;
+}
+
+static int save_stage(ckpt *k, const train_state *s, const train_loop *L)
+{
+    return train_save(k, s, L->key, L->key && L->config ? L->config(L->ctx) : NULL, L->output);
+}
+
+int train_run(ckpt *k, train_state *s, const train_loop *L)
+{
+    hat_out *mo = NULL;
+    if (L->metrics && !(mo = out_open_log(L->metrics))) return -1;
+    int tty = isatty(2), rc = 0;
+    long start = s->step, end = s->step + L->steps;
+    double t0 = hat_now();
+    while (s->step < end && !rc) {
+        json_t *line = NULL;
+        char status[256] = "", *err = NULL;
+        if (L->step(L->ctx, s, &line, status, sizeof status, &err)) {
+            hat_errat(L->name, 0, "%s", err);
+            free(err);
+            rc = -1;
+            break;
+        }
+        if (mo && line) rc = out_json(mo, line);
+        json_decref(line);
+        if (tty) {
+            double eta = (hat_now() - t0) / (s->step - start) * (end - s->step);
+            fprintf(stderr, "\rstep %ld/%ld  %s  ETA %.0fs   ", s->step, end, status, eta);
+        }
+        if (L->save_every && s->step % L->save_every == 0 && s->step < end) rc = save_stage(k, s, L);
+    }
+    if (tty) fputc('\n', stderr);
+    if (mo) { if (rc) out_abort(mo); else rc = out_close(mo); }
+    return rc ? -1 : save_stage(k, s, L);
 }

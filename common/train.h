@@ -99,4 +99,23 @@ int  train_begin(ckpt *k, train_state *s, int resume, const char *key, uint64_t 
  * place; the next step allocates them again.  0 or -1 (reported). */
 int  train_save(ckpt *k, const train_state *s, const char *key, json_t *extra, const char *path);
 
+/* The loop every trainer runs: steps from s->step, each appending its
+ * metrics line to the --metrics log and showing its status on a
+ * terminal, a checkpoint every save_every steps and at the end. */
+typedef struct {
+    /* One step: advance s; 0 with *line (a new reference, or NULL) and a
+     * one-line status, or -1 with *err (malloc'd). */
+    int     (*step)(void *ctx, train_state *s, json_t **line, char *status, size_t n, char **err);
+    json_t *(*config)(void *ctx);  /* the stage's settings saved under key (new), or NULL */
+    const char *key;               /* trainer_state section, or NULL */
+    void   *ctx;
+    long    steps, save_every;
+    const char *metrics;           /* log path, or NULL */
+    const char *output;            /* checkpoint path */
+    const char *name;              /* what step errors are reported against */
+} train_loop;
+/* 0, or -1 (reported; the log keeps its lines, no checkpoint is written
+ * after the failure). */
+int  train_run(ckpt *k, train_state *s, const train_loop *L);
+
 #endif

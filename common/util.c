@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -196,4 +197,11 @@ char *hat_data_path(const char *name)
         if ((p = try_path(exe, "/../share/hat", name))) return p;
     }
     return try_path(HAT_DATADIR, "", name);
+}
+
+double hat_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
 }

@@ -18,6 +18,8 @@ extern const char *hat_prog;            /* set by cli_init from argv[0] */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
 
 void  hat_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Seconds on the monotonic clock (for durations). */
+double hat_now(void);
 void  hat_die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 /* "prog: file:line: message"; line <= 0 omits the line. */
 void  hat_errat(const char *file, long line, const char *fmt, ...)
