@@ -75,35 +75,6 @@ enum { O_INIT = 1, O_TOK, O_REF, O_WORLD, O_HARNESS, O_STEPS, O_RESUME, O_GROUPS
        O_EPOCHS, O_MB,
        O_METRICS, O_SAVE };
 
-/* Every task line of the inputs into one array; bad lines stop (or are
- * counted with skip_bad). */
-static json_t *load_tasks(int n, char **paths, int skip_bad)
-{
-    json_t *all = json_array();
-    long bad = 0;
-    for (int i = 0; i < (n ? n : 1); i++) {
-        jsonl_reader *r = jsonl_open(n ? paths[i] : "-", skip_bad);
-        if (!r) { json_decref(all); return NULL; }
-        json_t *v;
-        int rc;
-        while ((rc = jsonl_next(r, &v)) == 1) {
-            char *e = task_check(v);
-            if (e) {
-                hat_errat(jsonl_name(r), jsonl_line(r), "%s", e);
-                free(e);
-                json_decref(v);
-                if (!skip_bad) { rc = -1; break; }
-                bad++;
-                continue;
-            }
-            json_array_append_new(all, v);
-        }
-        if (jsonl_close(r) || rc < 0) { json_decref(all); return NULL; }
-    }
-    if (bad) hat_warn("skipped %ld bad tasks", bad);
-    if (!json_array_size(all)) { hat_errat(n ? paths[0] : "-", 0, "no tasks"); json_decref(all); return NULL; }
-    return all;
-}
 
 static int parse_weights(const char *s, double *w)
 {
@@ -264,7 +235,7 @@ int main(int argc, char **argv)
     if (ckpt_tokenizer(&k, init, tpath, 1, &t)) { rc = -1; goto out; }
     if (!(w = world_load(wpath))) { rc = -1; goto out; }
     if (!(h0 = harness_load(hpath))) { rc = -1; goto out; }
-    if (!(tasks = load_tasks(argc - optind, argv + optind, c.skip_bad))) { rc = -1; goto out; }
+    if (!(tasks = jsonl_load_all(argv + optind, argc - optind, c.skip_bad, task_check, "tasks"))) { rc = -1; goto out; }
     if (jcfg && !(jconf = json_load_path(jcfg))) { rc = -1; goto out; }
     if (!(jd = judge_new(w, jconf, &err))) { hat_errat(jcfg ? jcfg : "judge", 0, "%s", err); rc = -1; goto out; }
     if (!weights_set) {

@@ -42,30 +42,11 @@ enum { O_INIT = 1, O_TEACHER, O_STEPS, O_RESUME, O_PPS, O_SAMPLES, O_TEMP, O_TOP
        O_MAXTOK, O_KL, O_MB, O_NOTHINK,
        O_METRICS, O_SAVE };
 
-static json_t *load_prompts(int n, char **paths, int skip_bad)
+/* A prompt needs its messages. */
+static char *prompt_check(const json_t *v)
 {
-    json_t *all = json_array();
-    long bad = 0;
-    for (int i = 0; i < (n ? n : 1); i++) {
-        jsonl_reader *r = jsonl_open(n ? paths[i] : "-", skip_bad);
-        if (!r) { json_decref(all); return NULL; }
-        json_t *v;
-        int rc;
-        while ((rc = jsonl_next(r, &v)) == 1) {
-            if (!json_is_array(json_object_get(v, "messages"))) {
-                hat_errat(jsonl_name(r), jsonl_line(r), "need \"messages\": an array with a user message");
-                json_decref(v);
-                if (!skip_bad) { rc = -1; break; }
-                bad++;
-                continue;
-            }
-            json_array_append_new(all, v);
-        }
-        if (jsonl_close(r) || rc < 0) { json_decref(all); return NULL; }
-    }
-    if (bad) hat_warn("skipped %ld bad prompts", bad);
-    if (!json_array_size(all)) { hat_errat(n ? paths[0] : "-", 0, "no prompts"); json_decref(all); return NULL; }
-    return all;
+    return json_is_array(json_object_get(v, "messages")) ? NULL
+           : xstrdup("need \"messages\": an array with a user message");
 }
 
 typedef struct { opd *o; ckpt *k; const opd_config *oc; } opd_ctx;
@@ -156,7 +137,7 @@ int main(int argc, char **argv)
         goto out;
     }
     if (ckpt_tokenizer(&k, init, NULL, 1, &tok)) { rc = -1; goto out; }
-    if (!(prompts = load_prompts(argc - optind, argv + optind, c.skip_bad))) { rc = -1; goto out; }
+    if (!(prompts = jsonl_load_all(argv + optind, argc - optind, c.skip_bad, prompt_check, "prompts"))) { rc = -1; goto out; }
     if (!(o = opd_new(&oc, m, kt.m, tok, prompts, &err))) {
         hat_errat(optind < argc ? argv[optind] : "-", 0, "%s", err);
         rc = -1;

@@ -174,6 +174,34 @@ int jsonl_foreach(char *const *files, int nfiles, int skip_bad, jsonl_fn fn, voi
     return status;
 }
 
+typedef struct { json_t *all; char *(*check)(const json_t *v); } load_all;
+
+static int load_one(void *ctx, json_t *v, const char *file, long line)
+{
+    load_all *a = ctx;
+    char *e = a->check ? a->check(v) : NULL;
+    if (e) {
+        hat_errat(file, line, "%s", e);
+        free(e);
+        return 1;
+    }
+    json_array_append(a->all, v);
+    return 0;
+}
+
+json_t *jsonl_load_all(char *const *files, int nfiles, int skip_bad, char *(*check)(const json_t *v),
+                       const char *what)
+{
+    load_all a = { json_array(), check };
+    if (jsonl_foreach(files, nfiles, skip_bad, load_one, &a)) { json_decref(a.all); return NULL; }
+    if (!json_array_size(a.all)) {
+        hat_errat(nfiles ? files[0] : "<stdin>", 0, "no %s", what);
+        json_decref(a.all);
+        return NULL;
+    }
+    return a.all;
+}
+
 json_t *json_parse_named(const char *text, size_t len, const char *name)
 {
     if (json_too_deep(text, len, JSONL_MAX_DEPTH)) {

@@ -53,6 +53,11 @@ int     json_too_deep(const char *text, size_t len, int max);
  * at the end) or -1 to stop with an error.  Returns 0, or -1. */
 typedef int (*jsonl_fn)(void *ctx, json_t *v, const char *file, long line);
 int    jsonl_foreach(char *const *files, int nfiles, int skip_bad, jsonl_fn fn, void *ctx);
+/* Every value of the inputs (as jsonl_foreach) into one array, each
+ * passed by check (NULL, or a malloc'd message reported at its line: a
+ * bad record).  NULL on error, or when no value is left ("no WHAT"). */
+json_t *jsonl_load_all(char *const *files, int nfiles, int skip_bad, char *(*check)(const json_t *v),
+                       const char *what);
 
 /* Parse one JSON document from a string (error names file/line/column). */
 json_t *json_parse_named(const char *text, size_t len, const char *name);
