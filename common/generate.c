@@ -685,22 +685,6 @@ static int gather(gen_engine *e, int *nl)
     return R;
 }
 
-static int step(gen_engine *e);
-
-int gen_step(gen_engine *e)
-{
-    double t0 = hat_now();
-    long g0 = e->st.generated;
-    int running = step(e);
-    double dt = hat_now() - t0;
-    if (e->step_prefill) e->st.prefill_s += dt;
-    else {
-        e->st.decode_s += dt;
-        e->st.decode_tokens += e->st.generated - g0;
-    }
-    return running;
-}
-
 static int step(gen_engine *e)
 {
     int nl, R = gather(e, &nl);
@@ -725,6 +709,20 @@ static int step(gen_engine *e)
     int running = 0;                         /* waiting ones included */
     for (int i = 0; i < e->max_seqs; i++)
         running += e->seq[i].active && e->seq[i].status == GEN_RUNNING;
+    return running;
+}
+
+int gen_step(gen_engine *e)
+{
+    double t0 = hat_now();
+    long g0 = e->st.generated;
+    int running = step(e);
+    double dt = hat_now() - t0;
+    if (e->step_prefill) e->st.prefill_s += dt;
+    else {
+        e->st.decode_s += dt;
+        e->st.decode_tokens += e->st.generated - g0;
+    }
     return running;
 }
 

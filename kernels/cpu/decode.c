@@ -165,15 +165,11 @@ ROWS_BLOCK(rows_block_bf16, uint32_t, DOT_TILE_BF16, C / 2)
 
 /* 3-row tiles (24 accumulators) need the 32 vector registers of
  * AVX-512; with 16 they spill, and pairs are faster.  Which tile a row
- * falls in changes no bit (DOT_TILE), so this choice is free. */
+ * falls in changes no bit (DOT_TILE), so this choice is free.  (libgcc
+ * fills the CPU model before main: the test is a load.) */
 static int wide_tiles(void)
 {
-    static int wide = -1;
-    if (wide < 0) {
-        __builtin_cpu_init();
-        wide = __builtin_cpu_supports("avx512vl") != 0;
-    }
-    return wide;
+    return __builtin_cpu_supports("avx512vl") != 0;
 }
 
 /* Output blocks of OB weight rows (OB*C weights stay in L2 while every
