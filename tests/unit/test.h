@@ -45,4 +45,16 @@ static inline const char *test_tmpdir(void)
     return dir;
 }
 
+/* The example harness directory (examples/harness under $HAT_TOP, the
+ * checkout tests/run.sh runs from). */
+static inline const char *test_example_harness(void)
+{
+    static char path[1024];
+    if (!path[0]) {
+        const char *top = getenv("HAT_TOP");
+        snprintf(path, sizeof path, "%s/examples/harness", top ? top : ".");
+    }
+    return path;
+}
+
 #endif

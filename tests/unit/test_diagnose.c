@@ -121,9 +121,8 @@ static char *greeter(void *ctx, const json_t *harness, const json_t *messages, v
 
 static void evolve_measures_error_reduction(void)
 {
-    char *top = getenv("HAT_TOP"), *err = NULL;
-    char *hp = xasprintf("%s/examples/harness", top ? top : ".");
-    json_t *edited = harness_load(hp), *wj = world_generate(1, 40);
+    char *err = NULL;
+    json_t *edited = harness_load(test_example_harness()), *wj = world_generate(1, 40);
     CHECK(edited && wj);
     world *w = world_from_json(wj, "world");
     /* The harness before the edit called the engagement skill "hello_desk". */
@@ -162,7 +161,6 @@ static void evolve_measures_error_reduction(void)
     json_decref(before);
     json_decref(edited);
     world_free(w);
-    free(hp);
 }
 
 int main(void)

@@ -217,11 +217,9 @@ static void noise_keeps_slot_values(void)
 
 int main(void)
 {
-    char *top = getenv("HAT_TOP");
-    char *hp = xasprintf("%s/examples/harness", top ? top : ".");
     json_t *wj = world_generate(1, 120);
     W = world_from_json(wj, "world");
-    H = harness_load(hp);
+    H = harness_load(test_example_harness());
     char *err = NULL;
     E = W && H ? evalset_new(W, H, NULL, &err) : NULL;
     if (!E) { fprintf(stderr, "setup: %s\n", err ? err : "world or harness"); return 1; }
@@ -236,6 +234,5 @@ int main(void)
     evalset_free(E);
     json_decref(H);
     world_free(W);
-    free(hp);
     TEST_MAIN_END();
 }

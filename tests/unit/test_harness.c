@@ -11,13 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static const char *example(void)
-{
-    static char path[1024];
-    const char *top = getenv("HAT_TOP");
-    snprintf(path, sizeof path, "%s/examples/harness", top ? top : ".");
-    return path;
-}
+static const char *example(void) { return test_example_harness(); }
 
 static char *tmp(const char *name) { return xasprintf("%s/%s", test_tmpdir(), name); }
 

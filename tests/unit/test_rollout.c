@@ -53,10 +53,7 @@ static char *asst_text(const json_t *msg)
 
 static void setup(void)
 {
-    const char *top = getenv("HAT_TOP");
-    char *p = xasprintf("%s/examples/harness", top ? top : ".");
-    H = harness_load(p);
-    free(p);
+    H = harness_load(test_example_harness());
     W = world_from_json(world_generate(3, 40), "gen");
     teacher *T = teacher_new();
     taskgen *g = W ? taskgen_new(W, "train") : NULL;

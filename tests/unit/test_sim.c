@@ -15,10 +15,7 @@ static world *W;
 
 static void setup(void)
 {
-    const char *top = getenv("HAT_TOP");
-    char *p = xasprintf("%s/examples/harness", top ? top : ".");
-    H = harness_load(p);
-    free(p);
+    H = harness_load(test_example_harness());
     W = world_from_json(world_generate(5, 40), "gen");
     if (!H || !W) { fprintf(stderr, "setup failed\n"); exit(1); }
 }

@@ -24,10 +24,7 @@ static teacher *T;
 
 static void setup(void)
 {
-    const char *top = getenv("HAT_TOP");
-    char *p = xasprintf("%s/examples/harness", top ? top : ".");
-    H = harness_load(p);
-    free(p);
+    H = harness_load(test_example_harness());
     W = world_from_json(world_generate(11, 120), "gen");
     T = teacher_new();
     if (!H || !W || !T) { fprintf(stderr, "setup failed\n"); exit(1); }
