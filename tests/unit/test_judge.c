@@ -5,6 +5,7 @@
  * token counting; agreement statistics; calibration recovers known
  * weights; the labeller driven through a real pseudo-terminal. */
 #include "test.h"
+#include "test_pty.h"
 #include "harness.h"
 #include "hsa.h"
 #include "jsonl.h"
@@ -715,23 +716,6 @@ static void test_calibrate_recovers_weights(void)
 }
 
 /* ---- the labeller through a pseudo-terminal ---------------------------------------------- */
-
-/* Read from fd until want appears in what was read (or 5 s pass). */
-static int expect(int fd, sbuf *seen, const char *want)
-{
-    for (int waited = 0; waited < 5000; ) {
-        if (seen->s && strstr(seen->s, want)) return 1;
-        struct pollfd p = { fd, POLLIN, 0 };
-        if (poll(&p, 1, 100) <= 0) { waited += 100; continue; }
-        char buf[4096];
-        ssize_t k = read(fd, buf, sizeof buf);
-        if (k <= 0) break;
-        sbuf_add(seen, buf, (size_t)k);
-    }
-    return seen->s && strstr(seen->s, want);
-}
-
-static void type(int fd, const char *s) { if (write(fd, s, strlen(s)) < 0) perror("write"); }
 
 /* Run the labeller on items in a child on a pty; script = (expect, send) pairs. */
 static int annotate_session(const judge_item *items, size_t n, const judge_annotate_opts *o,

@@ -3,6 +3,7 @@
  * loadgen's client helpers and statistics, the scheduler in process with
  * the scripted teacher, and the REPL through a real pseudo-terminal. */
 #include "test.h"
+#include "test_pty.h"
 
 #include "harness.h"
 #include "jsonl.h"
@@ -366,22 +367,6 @@ static void test_scheduler(void)
 }
 
 /* ---- the REPL through a pseudo-terminal --------------------------------------------- */
-
-static int expect(int fd, sbuf *seen, const char *want)
-{
-    for (int waited = 0; waited < 5000;) {
-        if (seen->s && strstr(seen->s, want)) return 1;
-        struct pollfd p = { fd, POLLIN, 0 };
-        if (poll(&p, 1, 100) <= 0) { waited += 100; continue; }
-        char buf[4096];
-        ssize_t k = read(fd, buf, sizeof buf);
-        if (k <= 0) break;
-        sbuf_add(seen, buf, (size_t)k);
-    }
-    return seen->s && strstr(seen->s, want);
-}
-
-static void type(int fd, const char *s) { if (write(fd, s, strlen(s)) < 0) perror("write"); }
 
 static void test_repl_pty(void)
 {
