@@ -17,17 +17,47 @@ logs=${OUT:-$top/build/gpu-check}
 mkdir -p "$logs" build
 el() { echo $(( $(date +%s) - t0 )); }
 
-# --- libraries carried as .debs (fetch-debs.sh), in /opt/hat-deps
+# --- libraries carried as .debs (fetch-debs.sh), in /opt/hat-deps.  The
+# loader path is set only for hat's own programs (run below): Debian's
+# libraries must not replace the image's for nvcc, python3 or nvidia-smi.
+run() { "$@"; }
 if [ -d .debs ] && ls .debs/*.deb >/dev/null 2>&1; then
-    p=/opt/hat-deps
+    p=${HAT_DEPS_PREFIX:-/opt/hat-deps}
     for f in .debs/*.deb; do dpkg -x "$f" "$p"; done
     ml=$p/usr/lib/x86_64-linux-gnu
-    export PKG_CONFIG_SYSROOT_DIR=$p PKG_CONFIG_LIBDIR=$ml/pkgconfig:$p/usr/share/pkgconfig
+    # openblas.pc is reached through Debian's alternatives, which dpkg -x
+    # does not make: name the pthread build's folder directly.
+    export PKG_CONFIG_SYSROOT_DIR=$p
+    export PKG_CONFIG_LIBDIR=$ml/pkgconfig:$ml/openblas-pthread/pkgconfig:$p/usr/share/pkgconfig
     export LIBRARY_PATH=$ml:$ml/openblas-pthread${LIBRARY_PATH:+:$LIBRARY_PATH}
-    export LD_LIBRARY_PATH=$ml:$ml/openblas-pthread${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     export CPATH=$p/usr/include:$p/usr/include/x86_64-linux-gnu${CPATH:+:$CPATH}
-    command -v pkg-config >/dev/null || export PATH=$p/usr/bin:$PATH
-    [ -e $p/usr/bin/pkg-config ] || ln -sf pkgconf $p/usr/bin/pkg-config
+    if ! command -v pkg-config >/dev/null; then    # Debian's, on its own libpkgconf
+        mkdir -p build/pc
+        printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$ml" "$p/usr/bin/pkgconf" >build/pc/pkg-config
+        chmod +x build/pc/pkg-config
+        export PATH=$top/build/pc:$PATH
+    fi
+    hat_ld=$ml:$ml/openblas-pthread
+    run() { LD_LIBRARY_PATH=$hat_ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$@"; }
+fi
+
+# --- NCCL: the CUDA toolkit's or the system's, else the one PyTorch's
+# wheels bring (nvidia-nccl-*), linked through a libnccl.so made here.
+nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+cuda_lib=$(dirname "$nvcc_bin")/../lib64
+if ! ls "$cuda_lib"/libnccl.so >/dev/null 2>&1 && ! ldconfig -p 2>/dev/null | grep -q 'libnccl.so '; then
+    nd=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
+    if [ -n "$nd" ] && [ -e "$nd/lib/libnccl.so.2" ]; then
+        mkdir -p build/nccl
+        ln -sf "$nd/lib/libnccl.so.2" build/nccl/libnccl.so
+        export LIBRARY_PATH=$top/build/nccl${LIBRARY_PATH:+:$LIBRARY_PATH}
+        export CPATH=$nd/include${CPATH:+:$CPATH}
+        hat_ld=$nd/lib${hat_ld:+:$hat_ld}
+        run() { LD_LIBRARY_PATH=$hat_ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} "$@"; }
+        echo "{\"check\":\"nccl\",\"from\":\"$nd\"}"
+    else
+        echo '{"check":"nccl","from":null}'
+    fi
 fi
 
 # --- the machine
@@ -39,7 +69,7 @@ arch=${NVCC_ARCH:-"-gencode arch=compute_$cap,code=sm_$cap"}
 
 # --- build (the deps stamp: packages come from the image or .debs, not apt)
 missing=""
-for lib in jansson zlib libarchive readline openblas libpcre2-8 libutf8proc libmicrohttpd; do
+for lib in jansson zlib libarchive readline openblas libpcre2-8 libutf8proc libmicrohttpd libcurl; do
     pkg-config --exists "$lib" 2>/dev/null || missing="$missing $lib"
 done
 if [ -n "$missing" ]; then
@@ -55,7 +85,7 @@ fi
 echo "{\"check\":\"build\",\"ok\":true,\"arch\":\"sm_$cap\",\"seconds\":$(el)}"
 
 # --- parity: every cuda_ kernel against the CPU kernels
-timeout 180 build/rel/tests/test_cuda >"$logs/parity.log" 2>&1
+run timeout 180 build/rel/tests/test_cuda >"$logs/parity.log" 2>&1
 rc=$?
 pass=$(grep -c '^ok ' "$logs/parity.log")
 skip=$(grep -c '^ok .*# skip no CUDA' "$logs/parity.log")
@@ -82,7 +112,7 @@ if [ -z "$cfg" ]; then
 fi
 small_model=${cfg% *}
 small_bt=${cfg#* }
-timeout 240 build/rel/gpu/bench --matmul \
+run timeout 240 build/rel/gpu/bench --matmul \
     --train "small:$small_model,$small_bt" \
     --train "synthetic-0.5b:32768,2048,6144,8,16,8,128,8,1024" \
     --decode "small:$small_model,512" \
