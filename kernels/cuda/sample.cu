@@ -19,9 +19,14 @@
 #include <math.h>
 
 #define SAMPLE_THREADS 1024
+/* Kernels launched with SAMPLE_THREADS say so (__launch_bounds__): else
+ * the compiler may use more than 64 registers a thread, and a launch of
+ * 1024 threads fails with "too many resources requested" (seen on sm_90:
+ * pick_kernel's double-precision block scan). */
 
 /* Argmax (lowest index on ties) and log-sum-exp of each row. */
-__global__ void row_stats_kernel(int *arg, float *mxo, double *lse, const float *logits, int V)
+__global__ void __launch_bounds__(SAMPLE_THREADS)
+row_stats_kernel(int *arg, float *mxo, double *lse, const float *logits, int V)
 {
     __shared__ float sv[32];
     __shared__ int si[32];
@@ -62,7 +67,8 @@ __global__ void row_stats_kernel(int *arg, float *mxo, double *lse, const float 
 }
 
 /* Tempered probabilities of each row, normalised, and the id list. */
-__global__ void probs_kernel(float *pr, int *idx, const float *logits, const float *mx,
+__global__ void __launch_bounds__(SAMPLE_THREADS)
+probs_kernel(float *pr, int *idx, const float *logits, const float *mx,
                              int V, float temperature)
 {
     __shared__ double sd[32];
@@ -122,7 +128,8 @@ __device__ int scan_find(const float *p, int n, double thr, bool strict, double 
     return -1;
 }
 
-__global__ void pick_kernel(int *ids, const float *sorted_p, const int *sorted_id, const double *u,
+__global__ void __launch_bounds__(SAMPLE_THREADS)
+pick_kernel(int *ids, const float *sorted_p, const int *sorted_id, const double *u,
                             int V, int top_k, float top_p)
 {
     size_t off = (size_t)blockIdx.x * V;
