@@ -1,8 +1,9 @@
 #!/bin/sh
 # check.sh — the prepared GPU check (man 7 hat, GPU): one short run that
 # builds the CUDA back end, runs the parity suite and a benchmark, and
-# prints JSON lines on stdout (logs on stderr and under $OUT or
-# build/gpu-check).  Run from the repo root on a machine with a GPU:
+# prints JSON lines on stdout (logs on stderr and in build/gpu-check,
+# packed into $OUT/gpu-logs.tgz when the device tool sets OUT).  Run from
+# the repo root on a machine with a GPU:
 #     sh tests/gpu/check.sh
 # Budget: under 5 minutes on one H200 (build ~2 min on 16 cores, parity
 # seconds, benchmark ~1 min).  Exit status 0 only when the build and every
@@ -13,8 +14,10 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
 t0=$(date +%s)
-logs=${OUT:-$top/build/gpu-check}
+logs=$top/build/gpu-check         # packed into $OUT/gpu-logs.tgz at the end
+rm -rf "$logs"
 mkdir -p "$logs" build
+trap '[ -z "${OUT:-}" ] || tar czf "$OUT/gpu-logs.tgz" -C build gpu-check' EXIT
 el() { echo $(( $(date +%s) - t0 )); }
 
 # --- libraries carried as .debs (fetch-debs.sh), in /opt/hat-deps.  The
@@ -77,21 +80,38 @@ if [ -n "$missing" ]; then
     exit 1
 fi
 touch build/.deps-ok
-if ! make CUDA=1 NVCC_ARCH="$arch" -j"$(nproc)" build/rel/tests/test_cuda gpu-bench >"$logs/build.log" 2>&1; then
+# every unit test with "cuda" in its name, every program, and the bench
+gpu_tests=$(ls tests/unit/test_*cuda*.c | sed 's#^tests/unit/\(.*\)\.c$#build/rel/tests/\1#')
+if ! make CUDA=1 NVCC_ARCH="$arch" -j"$(nproc)" all $gpu_tests gpu-bench >"$logs/build.log" 2>&1; then
     echo "{\"check\":\"build\",\"ok\":false,\"seconds\":$(el)}"
     tail -n 40 "$logs/build.log" >&2
     exit 1
 fi
 echo "{\"check\":\"build\",\"ok\":true,\"arch\":\"sm_$cap\",\"seconds\":$(el)}"
 
-# --- parity: every cuda_ kernel against the CPU kernels
-run timeout 180 build/rel/tests/test_cuda >"$logs/parity.log" 2>&1
-rc=$?
-pass=$(grep -c '^ok ' "$logs/parity.log")
-skip=$(grep -c '^ok .*# skip no CUDA' "$logs/parity.log")
-fail=$(grep -c '^not ok ' "$logs/parity.log")
-echo "{\"check\":\"parity\",\"rc\":$rc,\"passed\":$((pass - skip)),\"skipped\":$skip,\"failed\":$fail,\"seconds\":$(el)}"
-cat "$logs/parity.log" >&2
+# --- parity: the kernels, the model and the decoder against the CPU
+rc=0 fail=0 skip=0
+for t in $gpu_tests; do
+    n=$(basename "$t")
+    run timeout 180 "$t" >"$logs/$n.log" 2>&1
+    r=$?
+    p=$(grep -c '^ok ' "$logs/$n.log")
+    k=$(grep -c '^ok .*# skip no CUDA' "$logs/$n.log")
+    f=$(grep -c '^not ok ' "$logs/$n.log")
+    echo "{\"check\":\"parity\",\"test\":\"$n\",\"rc\":$r,\"passed\":$((p - k)),\"skipped\":$k,\"failed\":$f,\"seconds\":$(el)}"
+    cat "$logs/$n.log" >&2
+    [ $r -eq 0 ] || rc=$r
+    fail=$((fail + f)) skip=$((skip + k))
+done
+
+# --- the programs on the GPU (tests/gpu/programs.sh: JSON lines)
+if [ -f tests/gpu/programs.sh ]; then
+    HAT_RUN_ENV=${hat_ld:-} timeout 240 sh tests/gpu/programs.sh "$logs" 2>"$logs/programs.err"
+    prc=$?
+    echo "{\"check\":\"programs\",\"rc\":$prc,\"seconds\":$(el)}"
+    tail -n 30 "$logs/programs.err" >&2
+    [ $prc -eq 0 ] || rc=$prc
+fi
 
 # --- benchmark: the largest bench config, a bigger synthetic one, decoding
 cfg=""
