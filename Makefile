@@ -99,8 +99,9 @@ endif
 $(BUILD)/%.cu.o: %.cu $(CUDA_STAMP) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -MF $(@:.o=.d) -c -o $@ $<
-# device_select.o is in the library, so the archive follows the setting too.
-$(BUILD)/kernels/cuda/device_select.o $(BUILD)/tests/unit/test_cuda.o $(BUILD)/tests/gpu/bench.o: $(CUDA_STAMP)
+# HAT_CUDA is in every object's flags: all of them follow the setting.
+$(LIB_OBJ) $(PROGS:$(BIN)/%=$(BUILD)/cmd/%.o) $(UNIT:$(BUILD)/tests/%=$(BUILD)/tests/unit/%.o) \
+  $(BUILD)/tests/gpu/bench.o: $(CUDA_STAMP)
 $(GPU_BENCH): $(BUILD)/tests/gpu/bench.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)

@@ -72,7 +72,7 @@ arch=${NVCC_ARCH:-"-gencode arch=compute_$cap,code=sm_$cap"}
 
 # --- build (the deps stamp: packages come from the image or .debs, not apt)
 missing=""
-for lib in jansson zlib libarchive readline openblas libpcre2-8 libutf8proc libmicrohttpd libcurl; do
+for lib in $(sed -n 's/^PC_LIBS *:= *//p' Makefile); do     # the Makefile's list
     pkg-config --exists "$lib" 2>/dev/null || missing="$missing $lib"
 done
 if [ -n "$missing" ]; then
@@ -80,9 +80,11 @@ if [ -n "$missing" ]; then
     exit 1
 fi
 touch build/.deps-ok
-# every unit test with "cuda" in its name, every program, and the bench
+# every unit test with "cuda" in its name, the bench, and the programs
+# when tests/gpu/programs.sh will run them
 gpu_tests=$(ls tests/unit/test_*cuda*.c | sed 's#^tests/unit/\(.*\)\.c$#build/rel/tests/\1#')
-if ! make CUDA=1 NVCC_ARCH="$arch" -j"$(nproc)" all $gpu_tests gpu-bench >"$logs/build.log" 2>&1; then
+progs=""; [ -f tests/gpu/programs.sh ] && progs=all
+if ! make CUDA=1 NVCC_ARCH="$arch" -j"$(nproc)" $progs $gpu_tests gpu-bench >"$logs/build.log" 2>&1; then
     echo "{\"check\":\"build\",\"ok\":false,\"seconds\":$(el)}"
     tail -n 40 "$logs/build.log" >&2
     exit 1
