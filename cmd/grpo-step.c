@@ -3,6 +3,7 @@
  * the trainer state stored in the output checkpoint. */
 #include "ckpt.h"
 #include "cli.h"
+#include "cuda/device.h"
 #include "grpo.h"
 #include "harness.h"
 #include "jsonl.h"
@@ -65,6 +66,9 @@ static const char usage[] =
     "  --metrics FILE      append one JSON line per step\n"
     "  --save-every K      also write -o every K steps\n"
     "  --seed N            seed of task order, HSA and sampling (default 1)\n"
+    "  --device D          cpu | cuda | auto: where the policy trains and the\n"
+    "                      reference scores (rollouts stay on the CPU; default cpu)\n"
+    "  --precision P       on cuda: bf16 (default) or fp32\n"
     "  --skip-bad          skip bad task lines\n"
     "  -o FILE             output checkpoint (required)\n";
 
@@ -73,7 +77,7 @@ enum { O_INIT = 1, O_TOK, O_REF, O_WORLD, O_HARNESS, O_STEPS, O_RESUME, O_GROUPS
        O_TEMP, O_TOPK, O_TOPP, O_MAXTOK, O_TURNS, O_GENTOK, O_CTX, O_RBATCH, O_NOTHINK,
        O_JCFG, O_WEIGHTS, O_NOSTD, O_GDPO, O_SPLIT, O_LOSS, O_IMP, O_EPS, O_EPSH, O_BETA,
        O_EPOCHS, O_MB,
-       O_METRICS, O_SAVE };
+       O_METRICS, O_SAVE, O_DEVICE, O_PRECISION };
 
 
 static int parse_weights(const char *s, double *w)
@@ -87,7 +91,7 @@ static int parse_weights(const char *s, double *w)
     return 0;
 }
 
-typedef struct { grpo *g; ckpt *k; const grpo_config *gc; } grpo_ctx;
+typedef struct { grpo *g; ckpt *k; const grpo_config *gc; train_device *dev; } grpo_ctx;
 
 /* One GRPO step for train_run. */
 static int grpo_one(void *ctx, train_state *s, json_t **line, char *status, size_t n, char **err)
@@ -96,6 +100,10 @@ static int grpo_one(void *ctx, train_state *s, json_t **line, char *status, size
     grpo_metrics M;
     if (grpo_step(x->g, s, x->k->opt_m, x->k->opt_v, &M, err)) return -1;
     *line = grpo_metrics_json(&M, s->step);
+    json_t *t = json_incref(json_object_get(*line, "time"));   /* "time" stays last */
+    json_object_del(*line, "time");
+    json_object_set_new(*line, "device", json_string(train_device_name(x->dev)));
+    json_object_set_new(*line, "time", t);
     snprintf(status, n, "reward %.3f  kl %.4f  clip %.3f  gen %.1fs score %.1fs opt %.1fs", M.reward_mean,
              M.kl, M.clip_frac, M.t_gen, M.t_score, M.t_opt);
     return 0;
@@ -127,6 +135,7 @@ int main(int argc, char **argv)
         { "epsilon-high", required_argument, NULL, O_EPSH }, { "beta", required_argument, NULL, O_BETA },
         { "epochs", required_argument, NULL, O_EPOCHS }, { "micro-batch", required_argument, NULL, O_MB },
         { "metrics", required_argument, NULL, O_METRICS }, { "save-every", required_argument, NULL, O_SAVE },
+        { "device", required_argument, NULL, O_DEVICE }, { "precision", required_argument, NULL, O_PRECISION },
         OPTIM_LONG_OPTIONS,
         { 0 } };
     cli_spec spec = { usage, "", longs };
@@ -134,7 +143,8 @@ int main(int argc, char **argv)
     const char *init = NULL, *tpath = NULL, *refp = NULL, *wpath = NULL, *hpath = NULL;
     const char *vocab_name = "train", *dims = NULL, *jcfg = NULL, *metrics = NULL;
     long steps = -1, save_every = 0;
-    int resume = 0, weights_set = 0, epsh_set = 0, opt;
+    int resume = 0, weights_set = 0, epsh_set = 0, opt, precision = MC_BF16;
+    hat_device device = HAT_DEVICE_CPU;
     double pdims = 0.5;
     grpo_config gc;
     grpo_config_default(&gc);
@@ -200,6 +210,14 @@ int main(int argc, char **argv)
         case O_EPOCHS: gc.epochs = (int)cli_long(&spec, "--epochs", optarg, 1, 1000); break;
         case O_MB: gc.micro_batch = (int)cli_long(&spec, "--micro-batch", optarg, 1, 1 << 16); break;
         case O_METRICS: metrics = optarg; break;
+        case O_DEVICE:
+            if ((device = device_parse(optarg)) == HAT_DEVICE_INVALID)
+                cli_usage_error(&spec, "--device: must be cpu, cuda or auto");
+            break;
+        case O_PRECISION:
+            if ((precision = model_cuda_precision_parse(optarg)) < 0)
+                cli_usage_error(&spec, "--precision: must be bf16 or fp32");
+            break;
         case O_SAVE: save_every = cli_long(&spec, "--save-every", optarg, 1, 1L << 40); break;
         }
     }
@@ -215,6 +233,7 @@ int main(int argc, char **argv)
     int rc = 0;
     ckpt k = { 0 }, kr = { 0 };
     int have_ref = 0;
+    train_device td = { 0 };
     tokenizer *t = NULL;
     world *w = NULL;
     json_t *h0 = NULL, *tasks = NULL, *jconf = NULL;
@@ -227,6 +246,7 @@ int main(int argc, char **argv)
     if (train_begin(&k, &s, resume, "grpo", c.seed, steps, init) ||
         (resume && grpo_config_parse(&gc, json_object_get(k.state, "grpo"), init))) { rc = -1; goto out; }
     if (resume) weights_set = 1;
+    if (train_device_open(&td, &k, device, precision, 0)) { rc = -1; goto out; }
     if (gc.lc.beta != 0 && !refp) { hat_errat(init, 0, "--beta > 0 needs --ref CKPT"); rc = -1; goto out; }
     if (gc.lc.beta != 0) {
         if (ckpt_load(&kr, refp)) { rc = -1; goto out; }
@@ -251,12 +271,15 @@ int main(int argc, char **argv)
         rc = -1;
         goto out;
     }
-    grpo_ctx x = { g, &k, &gc };
+    if (grpo_use_device(g, &td)) { rc = -1; goto out; }
+    grpo_ctx x = { g, &k, &gc, &td };
     train_loop L = { .step = grpo_one, .config = grpo_settings, .key = "grpo", .ctx = &x, .steps = steps,
-                     .save_every = save_every, .metrics = metrics, .output = c.output, .name = init };
+                     .save_every = save_every, .metrics = metrics, .output = c.output, .name = init,
+                     .dev = &td };
     rc = train_run(&k, &s, &L);
 out:
     grpo_free(g);
+    train_device_close(&td);
     hsa_vocab_free(vocab);
     judge_free(jd);
     json_decref(jconf);

@@ -4,6 +4,7 @@
 #include "chat.h"
 #include "ckpt.h"
 #include "cli.h"
+#include "cuda/device.h"
 #include "jsonl.h"
 #include "opd.h"
 #include "util.h"
@@ -35,12 +36,15 @@ static const char usage[] =
     "  --metrics FILE     append one JSON line per step\n"
     "  --save-every K     also write -o every K steps\n"
     "  --seed N           prompt order and sampling seed (default 1)\n"
+    "  --device D         cpu | cuda | auto: where the student trains and the\n"
+    "                     teacher scores (sampling stays on the CPU; default cpu)\n"
+    "  --precision P      on cuda: bf16 (default) or fp32\n"
     "  --skip-bad         skip malformed prompt lines\n"
     "  -o FILE            output checkpoint (required)\n";
 
 enum { O_INIT = 1, O_TEACHER, O_STEPS, O_RESUME, O_PPS, O_SAMPLES, O_TEMP, O_TOPK, O_TOPP,
        O_MAXTOK, O_KL, O_MB, O_NOTHINK,
-       O_METRICS, O_SAVE };
+       O_METRICS, O_SAVE, O_DEVICE, O_PRECISION };
 
 /* A prompt needs its messages. */
 static char *prompt_check(const json_t *v)
@@ -49,7 +53,7 @@ static char *prompt_check(const json_t *v)
            : xstrdup("need \"messages\": an array with a user message");
 }
 
-typedef struct { opd *o; ckpt *k; const opd_config *oc; } opd_ctx;
+typedef struct { opd *o; ckpt *k; const opd_config *oc; train_device *dev; } opd_ctx;
 
 /* One distillation step for train_run. */
 static int opd_one(void *ctx, train_state *s, json_t **line, char *status, size_t n, char **err)
@@ -58,6 +62,7 @@ static int opd_one(void *ctx, train_state *s, json_t **line, char *status, size_
     opd_metrics M;
     if (opd_step(x->o, s, x->k->opt_m, x->k->opt_v, &M, err)) return -1;
     *line = opd_metrics_json(&M, s->step);
+    json_object_set_new(*line, "device", json_string(train_device_name(x->dev)));
     snprintf(status, n, "kl %.4f  len %.1f  gen %.1fs opt %.1fs", x->oc->full ? M.kl : M.kl_sampled,
              M.completion_len, M.t_gen, M.t_opt);
     return 0;
@@ -76,13 +81,16 @@ int main(int argc, char **argv)
         { "kl", required_argument, NULL, O_KL }, { "micro-batch", required_argument, NULL, O_MB },
         { "no-thinking", no_argument, NULL, O_NOTHINK },
         { "metrics", required_argument, NULL, O_METRICS },
-        { "save-every", required_argument, NULL, O_SAVE }, OPTIM_LONG_OPTIONS,
+        { "save-every", required_argument, NULL, O_SAVE },
+        { "device", required_argument, NULL, O_DEVICE }, { "precision", required_argument, NULL, O_PRECISION },
+        OPTIM_LONG_OPTIONS,
         { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
     const char *init = NULL, *teacher = NULL, *metrics = NULL;
     long steps = -1, save_every = 0;
-    int resume = 0, opt;
+    int resume = 0, opt, precision = MC_BF16;
+    hat_device device = HAT_DEVICE_CPU;
     opd_config oc;
     opd_config_default(&oc);
     train_state s = { 0 };
@@ -113,6 +121,14 @@ int main(int argc, char **argv)
         case O_MB: oc.micro_batch = (int)cli_long(&spec, "--micro-batch", optarg, 1, 1 << 16); break;
         case O_NOTHINK: oc.enable_thinking = CHAT_THINK_OFF; break;
         case O_METRICS: metrics = optarg; break;
+        case O_DEVICE:
+            if ((device = device_parse(optarg)) == HAT_DEVICE_INVALID)
+                cli_usage_error(&spec, "--device: must be cpu, cuda or auto");
+            break;
+        case O_PRECISION:
+            if ((precision = model_cuda_precision_parse(optarg)) < 0)
+                cli_usage_error(&spec, "--precision: must be bf16 or fp32");
+            break;
         case O_SAVE: save_every = cli_long(&spec, "--save-every", optarg, 1, 1L << 40); break;
         }
     }
@@ -121,6 +137,7 @@ int main(int argc, char **argv)
 
     int rc = 0, have_t = 0;
     ckpt k = { 0 }, kt = { 0 };
+    train_device td = { 0 };
     tokenizer *tok = NULL;
     json_t *prompts = NULL;
     opd *o = NULL;
@@ -129,6 +146,7 @@ int main(int argc, char **argv)
     model *m = k.m;
     if (train_begin(&k, &s, resume, "opd", c.seed, steps, init) ||
         (resume && opd_config_parse(&oc, json_object_get(k.state, "opd"), init))) { rc = -1; goto out; }
+    if (train_device_open(&td, &k, device, precision, 0)) { rc = -1; goto out; }
     if (ckpt_load(&kt, teacher)) { rc = -1; goto out; }
     have_t = 1;
     if ((err = opd_check_tokenizers(k.tokenizer, k.tokenizer_len, kt.tokenizer, kt.tokenizer_len, m, kt.m))) {
@@ -143,12 +161,15 @@ int main(int argc, char **argv)
         rc = -1;
         goto out;
     }
-    opd_ctx x = { o, &k, &oc };
+    if (opd_use_device(o, &td)) { rc = -1; goto out; }
+    opd_ctx x = { o, &k, &oc, &td };
     train_loop L = { .step = opd_one, .config = opd_settings, .key = "opd", .ctx = &x, .steps = steps,
-                     .save_every = save_every, .metrics = metrics, .output = c.output, .name = init };
+                     .save_every = save_every, .metrics = metrics, .output = c.output, .name = init,
+                     .dev = &td };
     rc = train_run(&k, &s, &L);
 out:
     opd_free(o);
+    train_device_close(&td);
     json_decref(prompts);
     tok_free(tok);
     free(err);

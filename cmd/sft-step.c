@@ -4,6 +4,7 @@
  * output checkpoint. */
 #include "ckpt.h"
 #include "cli.h"
+#include "cuda/device.h"
 #include "harness.h"
 #include "jsonl.h"
 #include "train.h"
@@ -44,16 +45,20 @@ static const char usage[] =
     "  --beta2 X          AdamW beta2 (default 0.95)\n"
     "  --clip X           max global gradient norm, 0 = off (default 1.0)\n"
     "  --metrics FILE     append one JSON line per step (step, loss, lr, grad_norm,\n"
-    "                     tokens, tokens_per_s)\n"
+    "                     tokens, tokens_per_s, device)\n"
     "  --save-every K     also write -o every K steps\n"
     "  --seed N           data order seed (default 1)\n"
+    "  --device D         cpu | cuda | auto (default cpu; auto = cuda when a GPU\n"
+    "                     is present); checkpoints are the same either way\n"
+    "  --precision P      on cuda: bf16 (default: bf16 weights and activations,\n"
+    "                     fp32 master weights, moments and gradients) or fp32\n"
     "  --skip-bad         skip malformed data lines\n"
     "  -o FILE            output checkpoint (required)\n";
 
 enum { O_INIT = 1, O_DATA, O_STEPS, O_RESUME, O_BATCH, O_SEQ, O_ACCUM,
-       O_METRICS, O_SAVE, O_TOK, O_HARNESS, O_NOBUCKET };
+       O_METRICS, O_SAVE, O_TOK, O_HARNESS, O_NOBUCKET, O_DEVICE, O_PRECISION };
 
-typedef struct { ckpt *k; const train_data *d; } sft_ctx;
+typedef struct { ckpt *k; const train_data *d; train_device *dev; } sft_ctx;
 
 /* One optimiser step for train_run: its metrics line and status. */
 static int sft_one(void *ctx, train_state *s, json_t **line, char *status, size_t n, char **err)
@@ -61,11 +66,11 @@ static int sft_one(void *ctx, train_state *s, json_t **line, char *status, size_
     sft_ctx *x = ctx;
     double t0 = hat_now();
     train_result r;
-    train_step(x->k->m, x->k->opt_m, x->k->opt_v, x->d, s, &r);
+    train_step_on(x->dev, x->k, x->d, s, &r);
     double dt = hat_now() - t0, tps = r.tokens / (dt > 0 ? dt : 1e-9);
-    *line = json_pack("{s:I,s:f,s:f,s:f,s:I,s:f}", "step", (json_int_t)s->step, "loss", r.loss,
+    *line = json_pack("{s:I,s:f,s:f,s:f,s:I,s:f,s:s}", "step", (json_int_t)s->step, "loss", r.loss,
                       "lr", (double)r.lr, "grad_norm", r.grad_norm, "tokens", (json_int_t)r.tokens,
-                      "tokens_per_s", tps);
+                      "tokens_per_s", tps, "device", train_device_name(x->dev));
     snprintf(status, n, "loss %.4f  lr %.2e  |g| %.3f  %.0f tok/s", r.loss, r.lr, r.grad_norm, tps);
     return 0;
 }
@@ -80,13 +85,15 @@ int main(int argc, char **argv)
         { "metrics", required_argument, NULL, O_METRICS },
         { "save-every", required_argument, NULL, O_SAVE }, { "tokenizer", required_argument, NULL, O_TOK },
         { "harness", required_argument, NULL, O_HARNESS }, { "no-bucket", no_argument, NULL, O_NOBUCKET },
+        { "device", required_argument, NULL, O_DEVICE }, { "precision", required_argument, NULL, O_PRECISION },
         OPTIM_LONG_OPTIONS,
         { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
     const char *init = NULL, *data = NULL, *metrics = NULL, *tok_path = NULL, *hpath = NULL;
     long steps = -1, save_every = 0;
-    int resume = 0, seq_set = 0, opt;
+    int resume = 0, seq_set = 0, opt, precision = MC_BF16;
+    hat_device device = HAT_DEVICE_CPU;
     train_state s = { 0 };
     optim_defaults(&s.opt);
     s.B = 8; s.T = 256; s.accum = 1; s.bucket = 1;
@@ -106,6 +113,14 @@ int main(int argc, char **argv)
         case O_TOK: tok_path = optarg; break;
         case O_HARNESS: hpath = optarg; break;
         case O_NOBUCKET: s.bucket = 0; break;
+        case O_DEVICE:
+            if ((device = device_parse(optarg)) == HAT_DEVICE_INVALID)
+                cli_usage_error(&spec, "--device: must be cpu, cuda or auto");
+            break;
+        case O_PRECISION:
+            if ((precision = model_cuda_precision_parse(optarg)) < 0)
+                cli_usage_error(&spec, "--precision: must be bf16 or fp32");
+            break;
         }
     }
     if (optind < argc) cli_usage_error(&spec, "unexpected argument '%s'", argv[optind]);
@@ -119,6 +134,8 @@ int main(int argc, char **argv)
     if (!seq_set && !resume && s.T > m->cfg.max_position_embeddings) s.T = m->cfg.max_position_embeddings;
     if (s.T > m->cfg.max_position_embeddings)
         cli_usage_error(&spec, "--seq %d exceeds max_position_embeddings %d", s.T, m->cfg.max_position_embeddings);
+    train_device td;   /* before the data: a missing GPU is reported at once */
+    if (train_device_open(&td, &k, device, precision, s.accum)) { ckpt_free(&k); return EXIT_FAIL; }
     train_data d;
     train_encoder enc = { NULL, NULL };
     json_t *h = hpath ? harness_load(hpath) : NULL;
@@ -134,6 +151,7 @@ int main(int argc, char **argv)
     if (bad || train_data_load(&d, data, &enc, m->cfg.vocab_size, s.T, c.skip_bad)) {
         tok_free((tokenizer *)enc.tok);
         json_decref(h);
+        train_device_close(&td);
         ckpt_free(&k);
         return EXIT_FAIL;
     }
@@ -141,10 +159,11 @@ int main(int argc, char **argv)
     json_decref(h);
     if (d.n_truncated) hat_warn("%ld sequences longer than %d tokens were cut", d.n_truncated, s.T + 1);
 
-    sft_ctx x = { &k, &d };
+    sft_ctx x = { &k, &d, &td };
     train_loop L = { .step = sft_one, .ctx = &x, .steps = steps, .save_every = save_every,
-                     .metrics = metrics, .output = c.output, .name = init };
+                     .metrics = metrics, .output = c.output, .name = init, .dev = &td };
     int rc = train_run(&k, &s, &L);
+    train_device_close(&td);
     train_data_free(&d);
     ckpt_free(&k);
     return rc ? EXIT_FAIL : EXIT_OK;

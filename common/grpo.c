@@ -264,6 +264,8 @@ struct grpo {
     rollout         *r;          /* during play only */
     int              convs, max_len;
     json_t          *judged_h;   /* the judge caches harnesses by address: keep the last alive */
+    model_cuda      *d, *dref;   /* on a GPU (grpo_use_device): the policy's copy
+                                    (borrowed) and the reference's (owned) */
 };
 
 /* One finished conversation with its scores and its token units. */
@@ -318,7 +320,17 @@ void grpo_free(grpo *g)
     rollout_free(g->r);
     hsa_cache_free(g->hc);
     json_decref(g->judged_h);
+    model_cuda_free(g->dref);
     free(g);
+}
+
+int grpo_use_device(grpo *g, train_device *td)
+{
+    if (!td || !td->cuda) return 0;
+    /* the reference is read only for the KL term */
+    if (g->c.lc.beta != 0 && !(g->dref = model_cuda_new_frozen(g->ref, td->precision))) return -1;
+    g->d = td->mc;
+    return 0;
 }
 
 /* Task at global position k: epoch k / n in its own permutation. */
@@ -621,29 +633,41 @@ int grpo_step(grpo *g, train_state *s, float *exp_avg, float *exp_avg_sq, grpo_m
     int V = g->m->cfg.vocab_size;
     if (!rc && c->lc.beta != 0)
         for (int b = 0; b < n_mb; b++) {
-            float *lg = model_forward_logits(g->ref, mb[b].tok, mb[b].B, mb[b].T);
+            float *lg = g->dref ? model_cuda_forward_logits(g->dref, mb[b].tok, mb[b].B, mb[b].T)
+                                : model_forward_logits(g->ref, mb[b].tok, mb[b].B, mb[b].T);
             grpo_gather_logprobs(lg, mb[b].tgt, mb[b].B * mb[b].T, V, mb[b].ref, mb[b].lse);
         }
     /* 5. epochs of optimisation */
     grpo_loss_stats st = { 0 };
     M->lr = optim_lr(&s->opt, s->step);
     for (int e = 0; e < c->epochs && !rc && n_cv > 0; e++) {
-        model_alloc_grads(g->m);
-        model_zero_grad(g->m);
+        if (g->d) model_cuda_zero_grad(g->d);
+        else { model_alloc_grads(g->m); model_zero_grad(g->m); }
         for (int b = 0; b < n_mb; b++) {
             mbatch *q = &mb[b];
             int N = q->B * q->T;
-            float *lg = model_forward_logits(g->m, q->tok, q->B, q->T);
+            float *lg = g->d ? model_cuda_forward_logits(g->d, q->tok, q->B, q->T)
+                             : model_forward_logits(g->m, q->tok, q->B, q->T);
             grpo_gather_logprobs(lg, q->tgt, N, V, q->lp, q->lse);
             grpo_token_loss(&c->lc, N, q->lp, q->old, c->lc.beta != 0 ? q->ref : NULL, q->unit, adv,
                             uw, n_units, q->dlp, &st);
             grpo_dlogits(lg, q->tgt, q->dlp, q->lse, N, V);
-            model_backward_dlogits(g->m, lg);
+            if (g->d) model_cuda_backward_dlogits(g->d, lg);
+            else model_backward_dlogits(g->m, lg);
         }
-        double gn = grad_clip(g->m, s->opt.grad_clip);
+        long t = s->step * c->epochs + e + 1;
+        double gn;
+        if (g->d) {   /* moments stay on the device */
+            gn = model_cuda_grad_clip(g->d, s->opt.grad_clip);
+            model_cuda_adamw_step(g->d, &s->opt, M->lr, t);
+        } else {
+            gn = grad_clip(g->m, s->opt.grad_clip);
+            adamw_step(g->m, exp_avg, exp_avg_sq, &s->opt, M->lr, t);
+        }
         if (e == 0) M->grad_norm = gn;
-        adamw_step(g->m, exp_avg, exp_avg_sq, &s->opt, M->lr, s->step * c->epochs + e + 1);
     }
+    /* the next step's rollouts sample from the host model */
+    if (g->d && !rc && n_cv > 0 && c->epochs > 0) model_cuda_download(g->d, g->m->params, NULL, NULL, NULL);
     M->t_opt = hat_now() - t_opt0;
     /* metrics */
     if (!rc) {

@@ -136,6 +136,8 @@ struct opd {
     int              stop[2], n_stop;
     gen_engine      *e;
     int              max_len;
+    model_cuda      *ds, *dt;    /* on a GPU (opd_use_device): the student's copy
+                                    (borrowed) and the teacher's (owned) */
 };
 
 typedef struct {
@@ -208,7 +210,16 @@ void opd_free(opd *o)
     for (long i = 0; i < o->n; i++) tok_ids_free(&o->pids[i]);
     free(o->pids);
     gen_free(o->e);
+    model_cuda_free(o->dt);
     free(o);
+}
+
+int opd_use_device(opd *o, train_device *td)
+{
+    if (!td || !td->cuda) return 0;
+    if (!(o->dt = model_cuda_new_frozen(o->t, td->precision))) return -1;
+    o->ds = td->mc;
+    return 0;
 }
 
 /* Record at global position k: epoch k / n in its own permutation. */
@@ -306,10 +317,13 @@ static double kl_pass(opd *o, sample *x, int total, int full, int grads, float s
     for (int first = 0; first < total; first += o->c.micro_batch) {
         int B = total - first < o->c.micro_batch ? total - first : o->c.micro_batch, T, *tok, *tgt;
         *tokens += fill(x + first, B, &T, &tok, &tgt);
-        const float *zt = model_forward_logits(o->t, tok, B, T);
-        float *zs = model_forward_logits(o->s, tok, B, T);
+        const float *zt = o->dt ? model_cuda_forward_logits(o->dt, tok, B, T)
+                                : model_forward_logits(o->t, tok, B, T);
+        float *zs = o->ds ? model_cuda_forward_logits(o->ds, tok, B, T)
+                          : model_forward_logits(o->s, tok, B, T);
         sum += opd_kl_rows(grads ? zs : NULL, zs, zt, tgt, B * T, V, full, scale);
-        if (grads) model_backward_dlogits(o->s, zs);
+        if (grads && o->ds) model_cuda_backward_dlogits(o->ds, zs);
+        else if (grads) model_backward_dlogits(o->s, zs);
         free(tok);
         free(tgt);
     }
@@ -366,13 +380,19 @@ int opd_step(opd *o, train_state *s, float *exp_avg, float *exp_avg_sq, opd_metr
     sample_all(o, recs, n, s->seed, (uint64_t)s->data_pos, x);
     double t1 = hat_now();
     long ctoks = count_completion(x, total), tokens = 0;
-    model_alloc_grads(o->s);
-    model_zero_grad(o->s);
+    if (o->ds) model_cuda_zero_grad(o->ds);
+    else { model_alloc_grads(o->s); model_zero_grad(o->s); }
     float scale = ctoks ? 1.0f / ctoks : 0;
     double sum = kl_pass(o, x, total, o->c.full, 1, scale, &tokens);
     M->lr = optim_lr(&s->opt, s->step);
-    M->grad_norm = grad_clip(o->s, s->opt.grad_clip);
-    adamw_step(o->s, exp_avg, exp_avg_sq, &s->opt, M->lr, s->step + 1);
+    if (o->ds) {   /* the moments stay on the device; the sampler gets the weights */
+        M->grad_norm = model_cuda_grad_clip(o->ds, s->opt.grad_clip);
+        model_cuda_adamw_step(o->ds, &s->opt, M->lr, s->step + 1);
+        model_cuda_download(o->ds, o->s->params, NULL, NULL, NULL);
+    } else {
+        M->grad_norm = grad_clip(o->s, s->opt.grad_clip);
+        adamw_step(o->s, exp_avg, exp_avg_sq, &s->opt, M->lr, s->step + 1);
+    }
     M->t_opt = hat_now() - t1;
     M->t_gen = t1 - t0;
     if (o->c.full) M->kl = tokens ? sum / tokens : 0;

@@ -1,6 +1,7 @@
 /* train.c — data, batching, resumable state and the optimiser step (see train.h). */
 #include "train.h"
 #include "chat_encode.h"
+#include "cuda/device.h"
 #include "jsonl.h"
 #include "util.h"
 
@@ -269,26 +270,51 @@ static long count_targets(const int *tgt, int B, int T, long *mtp)
     return n;
 }
 
+/* The step's micro-batches: tokens and targets (A, B*T), their lengths,
+ * and the target counts of the whole step (main and MTP). */
+typedef struct {
+    int  *tok, *tgt, *Tb;
+    long  total, total_mtp;
+} step_batches;
+
+static void fill_step(const train_data *d, train_state *s, step_batches *b)
+{
+    int A = s->accum;
+    size_t N = (size_t)s->B * s->T;
+    b->tok = xmalloc(A * N * sizeof(int));
+    b->tgt = xmalloc(A * N * sizeof(int));
+    b->Tb = xmalloc(A * sizeof(int));
+    b->total = b->total_mtp = 0;
+    for (int a = 0; a < A; a++) {
+        long k;
+        b->Tb[a] = train_fill_batch(d, s, b->tok + a * N, b->tgt + a * N);
+        b->total += count_targets(b->tgt + a * N, s->B, b->Tb[a], &k);
+        b->total_mtp += k;
+    }
+}
+
+static void free_step(step_batches *b)
+{
+    free(b->tok);
+    free(b->tgt);
+    free(b->Tb);
+}
+
 void train_step(model *m, float *exp_avg, float *exp_avg_sq, const train_data *d,
                 train_state *s, train_result *r)
 {
-    int B = s->B, A = s->accum, Tb[A];
+    int B = s->B, A = s->accum;
     size_t N = (size_t)B * s->T;
-    int *tok = xmalloc(A * N * sizeof(int)), *tgt = xmalloc(A * N * sizeof(int));
-    long total = 0, total_mtp = 0;
-    for (int a = 0; a < A; a++) {
-        long k;
-        Tb[a] = train_fill_batch(d, s, tok + a * N, tgt + a * N);
-        total += count_targets(tgt + a * N, B, Tb[a], &k);
-        total_mtp += k;
-    }
+    step_batches sb;
+    fill_step(d, s, &sb);
+    long total = sb.total, total_mtp = sb.total_mtp;
     model_alloc_grads(m);
     model_zero_grad(m);
     float ms = total ? 1.0f / total : 0;
     float ts = total_mtp ? m->cfg.mtp_loss_weight / total_mtp : 0;
     double loss = 0, mtp_loss = 0;
     for (int a = 0; a < A; a++) {
-        model_forward(m, tok + a * N, tgt + a * N, B, Tb[a]);
+        model_forward(m, sb.tok + a * N, sb.tgt + a * N, B, sb.Tb[a]);
         loss += m->loss_sum;
         mtp_loss += m->mtp_loss_sum;
         model_backward(m, ms, ts);
@@ -299,8 +325,112 @@ void train_step(model *m, float *exp_avg, float *exp_avg_sq, const train_data *d
     r->grad_norm = grad_clip(m, s->opt.grad_clip);
     adamw_step(m, exp_avg, exp_avg_sq, &s->opt, r->lr, s->step + 1);
     s->step++;
-    free(tok);
-    free(tgt);
+    free_step(&sb);
+}
+
+/* ------------------------------------------------------------ device */
+
+int train_device_open(train_device *td, ckpt *k, int device, int precision, int accum)
+{
+    memset(td, 0, sizeof *td);
+    td->world = 1;
+    td->precision = precision;
+    if (model_cuda_dist_env(&td->rank, &td->world)) return -1;
+    const char *why = NULL;
+    hat_device r = device_resolve((hat_device)device, &why);
+    if (r == HAT_DEVICE_INVALID) {
+        hat_warn("--device %s: %s", device_name((hat_device)device), why);
+        return -1;
+    }
+    if (td->world > 1 && accum <= 0) {
+        hat_warn("launched as rank %d of %d: this trainer has no data-parallel mode (run one process)",
+                 td->rank, td->world);
+        return -1;
+    }
+    if (r == HAT_DEVICE_CPU) {
+        if (td->world > 1) {
+            hat_warn("launched as rank %d of %d: data-parallel training needs --device cuda",
+                     td->rank, td->world);
+            return -1;
+        }
+        return 0;
+    }
+    if (td->world > 1) {
+        if (!(td->dist = model_cuda_dist_open())) return -1;
+        if (accum % td->world && td->rank == 0)
+            hat_warn("--accum %d is not a multiple of the %d ranks: some get fewer micro-batches",
+                     accum, td->world);
+    }
+    if (!(td->mc = model_cuda_new(k->m, precision))) {
+        model_cuda_dist_close(td->dist);
+        td->dist = NULL;
+        return -1;
+    }
+    td->cuda = 1;
+    model_cuda_upload_moments(td->mc, k->opt_m, k->opt_v);
+    return 0;
+}
+
+void train_device_close(train_device *td)
+{
+    model_cuda_free(td->mc);
+    model_cuda_dist_close(td->dist);
+    memset(td, 0, sizeof *td);
+}
+
+void train_device_sync(train_device *td, ckpt *k)
+{
+    if (td && td->cuda) model_cuda_download(td->mc, k->m->params, NULL, k->opt_m, k->opt_v);
+}
+
+const char *train_device_name(const train_device *td)
+{
+    return td && td->cuda ? "cuda" : "cpu";
+}
+
+/* train_step on the GPU: the same micro-batches, scales, clipping and
+ * AdamW; with ranks, this rank's share of the micro-batches and one
+ * gradient all-reduce (sum: each share is already scaled by the step's
+ * global target count). */
+static void train_step_cuda(train_device *td, const train_data *d, train_state *s, train_result *r)
+{
+    model_cuda *mc = td->mc;
+    int B = s->B, A = s->accum;
+    size_t N = (size_t)B * s->T;
+    step_batches sb;
+    fill_step(d, s, &sb);
+    long total = sb.total, total_mtp = sb.total_mtp;
+    double w = mc->m->cfg.mtp_loss_weight;
+    model_cuda_zero_grad(mc);
+    float ms = total ? 1.0f / total : 0;
+    float ts = total_mtp ? w / total_mtp : 0;          /* in double, as train_step */
+    double loss = 0, mtp_loss = 0;
+    for (int a = 0; a < A; a++) {
+        if (a % td->world != td->rank) continue;
+        model_cuda_forward(mc, sb.tok + a * N, sb.tgt + a * N, B, sb.Tb[a]);
+        loss += mc->loss_sum;
+        mtp_loss += mc->mtp_loss_sum;
+        model_cuda_backward(mc, ms, ts);
+    }
+    if (td->dist) {
+        model_cuda_allreduce_grads(mc, td->dist, 1.0f);
+        loss = model_cuda_dist_sum(td->dist, loss);
+        mtp_loss = model_cuda_dist_sum(td->dist, mtp_loss);
+    }
+    r->loss = (total ? loss / total : 0) + (total_mtp ? w * mtp_loss / total_mtp : 0);
+    r->tokens = total;
+    r->lr = optim_lr(&s->opt, s->step);
+    r->grad_norm = model_cuda_grad_clip(mc, s->opt.grad_clip);
+    model_cuda_adamw_step(mc, &s->opt, r->lr, s->step + 1);
+    s->step++;
+    free_step(&sb);
+}
+
+void train_step_on(train_device *td, ckpt *k, const train_data *d, train_state *s,
+                   train_result *r)
+{
+    if (td && td->cuda) train_step_cuda(td, d, s, r);
+    else train_step(k->m, k->opt_m, k->opt_v, d, s, r);
 }
 
 int train_save(ckpt *k, const train_state *s, const char *key, json_t *extra, const char *path)
@@ -335,14 +465,17 @@ int train_begin(ckpt *k, train_state *s, int resume, const char *key, uint64_t s
 
 static int save_stage(ckpt *k, const train_state *s, const train_loop *L)
 {
+    if (L->dev && L->dev->rank != 0) return 0;       /* rank 0 writes for all */
+    train_device_sync(L->dev, k);
     return train_save(k, s, L->key, L->key && L->config ? L->config(L->ctx) : NULL, L->output);
 }
 
 int train_run(ckpt *k, train_state *s, const train_loop *L)
 {
     hat_out *mo = NULL;
-    if (L->metrics && !(mo = out_open_log(L->metrics))) return -1;
-    int tty = isatty(2), rc = 0;
+    int writer = !L->dev || L->dev->rank == 0;
+    if (writer && L->metrics && !(mo = out_open_log(L->metrics))) return -1;
+    int tty = writer && isatty(2), rc = 0;
     long start = s->step, end = s->step + L->steps;
     double t0 = hat_now();
     while (s->step < end && !rc) {

@@ -25,6 +25,7 @@
 
 #include "ckpt.h"
 #include "model.h"
+#include "model_cuda.h"
 #include "optim.h"
 #include "rng.h"
 #include "tokenizer.h"
@@ -84,6 +85,56 @@ typedef struct {
 void train_step(model *m, float *exp_avg, float *exp_avg_sq, const train_data *d,
                 train_state *s, train_result *r);
 
+/* Where a trainer computes (--device, --precision).  On the CPU the
+ * checkpoint's model and moments are trained in place (model.c).  On a
+ * GPU the parameters and moments live on the device (model_cuda.h) and
+ * the checkpoint's copies are refreshed by train_device_sync before
+ * every save, so checkpoints have the same format either way and a run
+ * may resume on the other device.
+ * Data parallel (world size > 1 from the launcher, kernels/cuda/dist.h;
+ * GPU only): every rank fills all `accum` micro-batches of a step (the
+ * data order stays a function of (seed, data_pos) alone) but computes
+ * only those with index % world == rank; the per-rank gradients, each
+ * already scaled by 1/(targets of the whole step), are summed over the
+ * ranks, which is the gradient of the step's mean loss: the same step
+ * as one process taking all `accum` micro-batches.  Rank 0 alone writes
+ * metrics and checkpoints. */
+typedef struct {
+    int         cuda;        /* 0 = CPU, 1 = this process's GPU */
+    int         precision;   /* MC_FP32 | MC_BF16 (GPU only) */
+    model_cuda *mc;          /* GPU copy of the model, or NULL */
+    mc_dist    *dist;        /* ranks, when world > 1 */
+    int         rank, world;
+} train_device;
+
+/* Resolve `device` (a hat_device, cuda/device.h) and set up on k (call
+ * after train_begin: the moments go up with the parameters).  0, or -1
+ * after a one-line message naming the reason (no GPU, a build without
+ * CUDA, a data-parallel launch on the CPU or of a trainer without a
+ * data-parallel mode, NCCL...).  accum > 0: the trainer shards its
+ * micro-batches over ranks (sft-step; accum serves a warning when the
+ * ranks would get unequal shares); accum = 0: it has no data-parallel
+ * mode and a launch with several ranks is refused. */
+int  train_device_open(train_device *td, ckpt *k, int device, int precision, int accum);
+void train_device_close(train_device *td);
+/* The device's parameters and moments into k (no-op on the CPU). */
+void train_device_sync(train_device *td, ckpt *k);
+const char *train_device_name(const train_device *td);   /* "cpu" | "cuda" */
+/* train_step on td (NULL or CPU: train_step on k's buffers). */
+void train_step_on(train_device *td, ckpt *k, const train_data *d, train_state *s,
+                   train_result *r);
+
+/* The other trainers on td (defined in opd.c and grpo.c, declared here
+ * with the device layer): the policy / student trains on td->mc, the
+ * frozen teacher / reference gets a forward-only copy in the same
+ * precision, sampling stays on the CPU and sees the new weights after
+ * every step (they are downloaded into the host model).  No-op on the
+ * CPU.  0, or -1 after a message. */
+struct opd;
+struct grpo;
+int  opd_use_device(struct opd *o, train_device *td);
+int  grpo_use_device(struct grpo *g, train_device *td);
+
 /* Start or continue a run on checkpoint k.  With resume: the trainer state
  * stored in k (and, when key is set, that stage's section, which the
  * caller parses) must be there, and s is read from it.  Otherwise s gets
@@ -113,6 +164,8 @@ typedef struct {
     const char *metrics;           /* log path, or NULL */
     const char *output;            /* checkpoint path */
     const char *name;              /* what step errors are reported against */
+    train_device *dev;             /* NULL = CPU; else synced before each save, and
+                                      ranks other than 0 write nothing */
 } train_loop;
 /* 0, or -1 (reported; the log keeps its lines, no checkpoint is written
  * after the failure). */

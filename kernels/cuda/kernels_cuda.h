@@ -171,6 +171,16 @@ void cuda_adamw_update_bf16(float *p, hat_bf16 *p16, float *m, float *v, const f
                             size_t n, float lr, float beta1, float beta2, float eps,
                             float wd, int t);
 
+/* ---------------------------------------------------------- model glue
+ * (model_extra.cu) The MTP head's [a ; b] row concatenation and its
+ * inverse: out (N, C1+C2) row n = [a (N,C1) row n ; b (N,C2) row n];
+ * split OVERWRITES a and b (it is a copy, not a gradient accumulation). */
+void cuda_concat_rows(float *out, const float *a, const float *b, int N, int C1, int C2);
+void cuda_split_rows(float *a, float *b, const float *in, int N, int C1, int C2);
+void cuda_concat_rows_bf16(hat_bf16 *out, const hat_bf16 *a, const hat_bf16 *b,
+                           int N, int C1, int C2);
+void cuda_split_rows_bf16(hat_bf16 *a, hat_bf16 *b, const hat_bf16 *in, int N, int C1, int C2);
+
 #ifdef __cplusplus
 }
 #endif
