@@ -1,9 +1,11 @@
 /* generate — sample completions of prompts (token ids, text, or a
  * conversation under a harness) with the KV-cache engine (continuous
- * batching: finished sequences leave, queued ones join). */
+ * batching: finished sequences leave, queued ones join), on the CPU or
+ * the GPU (--device). */
 #include "chat_encode.h"
 #include "ckpt.h"
 #include "cli.h"
+#include "cuda/device.h"
 #include "generate.h"
 #include "harness.h"
 #include "jsonl.h"
@@ -37,13 +39,17 @@ static const char usage[] =
     "                     output is unchanged); default 0 = off\n"
     "  --stats            a last line {\"stats\":{...}} on stderr: steps, drafted,\n"
     "                     accepted, acceptance, tokens per second\n"
+    "  --device D         cpu (default), cuda, or auto (cuda when a GPU is usable\n"
+    "                     and --mtp is off, else cpu)\n"
+    "  --precision P      GPU weights and KV cache: bf16 (default, fast) or fp32\n"
+    "                     (greedy output matches the CPU's)\n"
     "  --logprobs         add \"logprobs\": log p of each generated token\n"
     "  --seed N           sampling seed (default 1); prompt i uses stream i\n"
     "  --skip-bad         skip malformed prompt lines\n"
     "  -o FILE            output (default stdout)\n";
 
 enum { O_CKPT = 1, O_MAX, O_TEMP, O_TOPK, O_TOPP, O_STOP, O_BATCH, O_LOGP, O_MTP, O_STATS,
-       O_TOK, O_HARNESS, O_STOPTEXT };
+       O_TOK, O_HARNESS, O_STOPTEXT, O_DEVICE, O_PRECISION };
 
 typedef struct { json_t *in; int *ids; int n; json_t *out; } job;
 
@@ -97,7 +103,7 @@ static json_t *finish(const texter *x, gen_engine *e, int slot, job *j, int logp
 }
 
 /* The engine's counters as one JSON line on stderr. */
-static void print_stats(gen_engine *e, double secs)
+static void print_stats(gen_engine *e, double secs, const char *device)
 {
     gen_stats s = gen_get_stats(e);
     json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:f,s:f,s:I,s:f}", "steps", (json_int_t)s.steps,
@@ -109,6 +115,7 @@ static void print_stats(gen_engine *e, double secs)
         "prefill_seconds", s.prefill_s, "decode_seconds", s.decode_s,
         "decode_tokens", (json_int_t)s.decode_tokens,
         "decode_tokens_per_s", s.decode_s > 0 ? s.decode_tokens / s.decode_s : 0.0);
+    json_object_set_new(o, "device", json_string(device));
     json_t *w = json_pack("{s:o}", "stats", o);
     char *t = json_dumps(w, JSON_COMPACT | JSON_PRESERVE_ORDER);
     fprintf(stderr, "%s\n", t);
@@ -125,13 +132,17 @@ int main(int argc, char **argv)
         { "batch", required_argument, NULL, O_BATCH }, { "logprobs", no_argument, NULL, O_LOGP },
         { "mtp", required_argument, NULL, O_MTP }, { "stats", no_argument, NULL, O_STATS },
         { "tokenizer", required_argument, NULL, O_TOK }, { "harness", required_argument, NULL, O_HARNESS },
-        { "stop-text", required_argument, NULL, O_STOPTEXT }, { 0 } };
+        { "stop-text", required_argument, NULL, O_STOPTEXT },
+        { "device", required_argument, NULL, O_DEVICE },
+        { "precision", required_argument, NULL, O_PRECISION }, { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
     const char *path = NULL, *tok_path = NULL, *hpath = NULL;
     texter x = { 0 };
     gen_params p = { .temperature = 0, .top_k = 0, .top_p = 1, .max_tokens = 64, .eos = -1 };
     int stops[64], n_stop = 0, batch = 16, logprobs = 0, stats = 0, opt;
+    hat_device dev = HAT_DEVICE_CPU;
+    int precision = GEN_CUDA_BF16;
     cli_init(argc, argv);
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
         switch (opt) {
@@ -150,6 +161,16 @@ int main(int argc, char **argv)
         case O_STATS: stats = 1; break;
         case O_TOK: tok_path = optarg; break;
         case O_HARNESS: hpath = optarg; break;
+        case O_DEVICE:
+            dev = device_parse(optarg);
+            if (dev == HAT_DEVICE_INVALID)
+                cli_usage_error(&spec, "--device: must be cpu, cuda or auto (not \"%s\")", optarg);
+            break;
+        case O_PRECISION:
+            if (!strcmp(optarg, "bf16")) precision = GEN_CUDA_BF16;
+            else if (!strcmp(optarg, "fp32")) precision = GEN_CUDA_FP32;
+            else cli_usage_error(&spec, "--precision: must be bf16 or fp32 (not \"%s\")", optarg);
+            break;
         case O_STOPTEXT:
             if (x.n_stop_text == MAX_STOP_TEXT) cli_usage_error(&spec, "--stop-text: at most %d", MAX_STOP_TEXT);
             if (!*optarg) cli_usage_error(&spec, "--stop-text: empty string");
@@ -160,6 +181,17 @@ int main(int argc, char **argv)
     if (!path) cli_usage_error(&spec, "--ckpt is required");
     if (argc - optind > 1) cli_usage_error(&spec, "at most one input file");
     const char *in = optind < argc ? argv[optind] : NULL;
+    /* The device first: a missing GPU fails before any loading. */
+    if (dev == HAT_DEVICE_CUDA && p.mtp_k > 0)
+        cli_usage_error(&spec, "--mtp is not supported with --device cuda (no speculative decoding on the GPU)");
+    if (dev == HAT_DEVICE_AUTO && p.mtp_k > 0) dev = HAT_DEVICE_CPU;
+    const char *why = NULL;
+    hat_device want = dev;
+    dev = device_resolve(dev, &why);
+    if (dev == HAT_DEVICE_INVALID) {
+        hat_errat(NULL, 0, "--device %s: %s", device_name(want), why);
+        return EXIT_FAIL;
+    }
     ckpt k;
     if (ckpt_load(&k, path)) return EXIT_FAIL;
     const model_config *cfg = &k.m->cfg;
@@ -225,7 +257,19 @@ int main(int argc, char **argv)
 
     hat_out *o = out_open(c.output);
     if (!o) { ckpt_free(&k); return EXIT_FAIL; }
-    gen_engine *e = gen_new(k.m, batch, maxlen > 1 ? maxlen : 2);
+    gen_engine *e = NULL;
+    if (dev == HAT_DEVICE_CUDA) {
+        e = gen_new_cuda(k.m, batch, maxlen > 1 ? maxlen : 2, precision, &why);
+        if (!e && want == HAT_DEVICE_CUDA) {
+            hat_errat(path, 0, "--device cuda: %s", why);
+            out_abort(o);
+            tok_free(tok); json_decref(h); ckpt_free(&k);
+            for (long i = 0; i < nj; i++) { json_decref(jobs[i].in); free(jobs[i].ids); }
+            free(jobs);
+            return EXIT_FAIL;
+        }
+    }
+    if (!e) e = gen_new(k.m, batch, maxlen > 1 ? maxlen : 2);   /* cpu, or auto without a usable GPU */
     long *slot_job = xmalloc(batch * sizeof(long));
     for (int s = 0; s < batch; s++) slot_job[s] = -1;
     long next = 0, emitted = 0;
@@ -262,7 +306,7 @@ int main(int argc, char **argv)
             json_decref(jobs[emitted].out);
         }
     }
-    if (stats) print_stats(e, hat_now() - t0);
+    if (stats) print_stats(e, hat_now() - t0, gen_on_gpu(e) ? "cuda" : "cpu");
     for (long i = 0; i < nj; i++) {
         json_decref(jobs[i].in);
         free(jobs[i].ids);

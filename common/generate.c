@@ -11,6 +11,7 @@
  * filled right after the step that cached s, while those states are
  * still in the row buffers. */
 #include "generate.h"
+#include "generate_cuda.h"
 #include "kernels.h"
 #include "util.h"
 
@@ -57,6 +58,14 @@ struct gen_engine {
     float *att_scratch;
     float *logits, *lnrow;                  /* (cap_logits, V) (cap_logits, C) */
     float *pdist, *sample_scratch;          /* (V) (2V) */
+    /* GPU back end (gen_new_cuda): the forward pass and sampling run
+     * there; the host keeps only the row indices */
+    gen_cuda *gpu;
+    int   *lseq;                            /* (max_seqs) sequence of each logits row */
+    int   *lrow;                            /* (max_seqs) its row in the forward pass */
+    int   *ids;                             /* (max_seqs) sampled ids */
+    float *lps;                             /* (max_seqs) their log-probs */
+    double *u;                              /* (max_seqs) their uniform draws */
 };
 
 static void ensure_rows(gen_engine *e, int R)
@@ -69,6 +78,7 @@ static void ensure_rows(gen_engine *e, int R)
     e->cap_rows = R;
 #define GROW(p, n) (p = xrealloc(p, (n) * sizeof *p))
     GROW(e->tok, R); GROW(e->pos, R); GROW(e->slot, R); GROW(e->nctx, R);
+    if (e->gpu) return;                      /* the rows' data lives on the device */
     GROW(e->kcp, R); GROW(e->vcp, R);
     GROW(e->x, R * C); GROW(e->ln, R * C); GROW(e->q, R * HD); GROW(e->k, R * KD);
     GROW(e->v, R * KD); GROW(e->att, R * HD); GROW(e->gate, R * I); GROW(e->up, R * I);
@@ -85,14 +95,16 @@ static void ensure_logits(gen_engine *e, int n)
     e->lnrow = xrealloc(e->lnrow, (size_t)n * c->hidden_size * sizeof(float));
 }
 
-gen_engine *gen_new(const model *m, int max_seqs, int max_len)
+/* gpu: the GPU back end that computes (no host caches, no MTP), or NULL. */
+static gen_engine *engine_new(const model *m, int max_seqs, int max_len, gen_cuda *gpu)
 {
     gen_engine *e = xcalloc(1, sizeof *e);
     const model_config *c = &m->cfg;
     e->m = m;
     e->max_seqs = max_seqs;
     e->max_len = max_len;
-    e->has_mtp = c->n_mtp > 0 && m->w.mtp_fc;
+    e->gpu = gpu;
+    e->has_mtp = !gpu && c->n_mtp > 0 && m->w.mtp_fc;
     e->prefix_reuse = 1;
     e->seq = xcalloc(max_seqs, sizeof *e->seq);
     size_t KD = (size_t)c->n_kv_heads * c->head_dim, cache = (size_t)c->n_layers * max_len * KD;
@@ -100,6 +112,7 @@ gen_engine *gen_new(const model *m, int max_seqs, int max_len)
         gen_seq *s = &e->seq[i];
         s->toks = xmalloc(max_len * sizeof(int));
         s->logprobs = xmalloc(max_len * sizeof(float));
+        if (gpu) continue;
         s->kc = xmalloc(cache * sizeof(float));
         s->vc = xmalloc(cache * sizeof(float));
         if (e->has_mtp) {
@@ -108,6 +121,14 @@ gen_engine *gen_new(const model *m, int max_seqs, int max_len)
             s->dq = xmalloc((size_t)GEN_MTP_MAX * c->vocab_size * sizeof(float));
         }
     }
+    if (gpu) {
+        e->lseq = xmalloc(max_seqs * sizeof(int));
+        e->lrow = xmalloc(max_seqs * sizeof(int));
+        e->ids = xmalloc(max_seqs * sizeof(int));
+        e->lps = xmalloc(max_seqs * sizeof(float));
+        e->u = xmalloc(max_seqs * sizeof(double));
+        return e;
+    }
     e->att_scratch = xmalloc(attention_rows_scratch(max_len, c->n_heads, c->n_kv_heads) * sizeof(float));
     e->pdist = xmalloc((size_t)c->vocab_size * sizeof(float));
     e->sample_scratch = xmalloc(2 * (size_t)c->vocab_size * sizeof(float));
@@ -115,6 +136,20 @@ gen_engine *gen_new(const model *m, int max_seqs, int max_len)
     model_rope_ensure((model *)m, max_len);
     return e;
 }
+
+gen_engine *gen_new(const model *m, int max_seqs, int max_len)
+{
+    return engine_new(m, max_seqs, max_len, NULL);
+}
+
+gen_engine *gen_new_cuda(const model *m, int max_seqs, int max_len, int precision,
+                         const char **why)
+{
+    gen_cuda *g = gen_cuda_new(m, max_seqs, max_len, precision, why);
+    return g ? engine_new(m, max_seqs, max_len, g) : NULL;
+}
+
+int gen_on_gpu(const gen_engine *e) { return e->gpu != NULL; }
 
 void gen_free(gen_engine *e)
 {
@@ -130,6 +165,8 @@ void gen_free(gen_engine *e)
     free(e->up); free(e->mh); free(e->mcat); free(e->mx); free(e->att_scratch);
     free(e->logits); free(e->lnrow); free(e->pdist); free(e->sample_scratch);
     free(e->dw);
+    gen_cuda_free(e->gpu);
+    free(e->lseq); free(e->lrow); free(e->ids); free(e->lps); free(e->u);
     free(e);
 }
 
@@ -182,6 +219,10 @@ static void copy_cache(gen_engine *e, gen_seq *dst, const gen_seq *src, int n, i
 {
     const model_config *c = &e->m->cfg;
     size_t KD = (size_t)c->n_kv_heads * c->head_dim;
+    if (e->gpu) {
+        gen_cuda_copy_cache(e->gpu, (int)(dst - e->seq), (int)(src - e->seq), n);
+        return;
+    }
     for (int l = 0; l < c->n_layers; l++) {
         size_t at = (size_t)l * e->max_len * KD;
         memcpy(dst->kc + at, src->kc + at, n * KD * sizeof(float));
@@ -685,10 +726,61 @@ static int gather(gen_engine *e, int *nl)
     return R;
 }
 
+static int running_count(const gen_engine *e)
+{
+    int running = 0;                         /* waiting ones included */
+    for (int i = 0; i < e->max_seqs; i++)
+        running += e->seq[i].active && e->seq[i].status == GEN_RUNNING;
+    return running;
+}
+
+static int same_sampling(const gen_params *a, const gen_params *b)
+{
+    return a->temperature == b->temperature && a->top_k == b->top_k && a->top_p == b->top_p;
+}
+
+/* A step on the GPU: the forward pass over the gathered rows, one draw
+ * per sequence from its own stream (as sample_logits makes it), sampling
+ * on the device for each run of sequences with the same parameters, then
+ * the same bookkeeping as accept() without drafts. */
+static int gpu_step(gen_engine *e, int R)
+{
+    int n = 0;
+    for (int i = 0; i < e->max_seqs; i++) {
+        gen_seq *s = &e->seq[i];
+        if (s->len0 < 0) continue;
+        e->lrow[n] = s->row0 + (s->ntok - s->len) - 1;     /* the last queued row */
+        e->lseq[n] = i;
+        s->lrow0 = n++;
+    }
+    gen_cuda_forward(e->gpu, e->tok, e->pos, e->slot, R, e->lrow, n);
+    e->st.steps++;
+    e->st.rows += R;
+    for (int k = 0; k < n; k++) {
+        gen_seq *s = &e->seq[e->lseq[k]];
+        e->u[k] = s->p.temperature > 0 ? rng_uniform(&s->rng) : 0;
+    }
+    for (int k = 0; k < n;) {
+        const gen_params *p = &e->seq[e->lseq[k]].p;
+        int j = k + 1;
+        while (j < n && same_sampling(p, &e->seq[e->lseq[j]].p)) j++;
+        gen_cuda_sample(e->gpu, k, j - k, p, e->u + k, e->ids + k, e->lps + k);
+        k = j;
+    }
+    for (int k = 0; k < n; k++) {
+        gen_seq *s = &e->seq[e->lseq[k]];
+        s->len = s->ntok;
+        append(e, s, e->ids[k], e->lps[k]);
+        s->nd = 0;
+    }
+    return running_count(e);
+}
+
 static int step(gen_engine *e)
 {
     int nl, R = gather(e, &nl);
     if (!R) return 0;
+    if (e->gpu) return gpu_step(e, R);
     forward_main(e, R);
     e->st.steps++;
     e->st.rows += R;
@@ -706,10 +798,7 @@ static int step(gen_engine *e)
         if (s->len0 >= 0) accept(e, s, e->logits + (size_t)s->lrow0 * V);
     }
     if (e->has_mtp) mtp_update(e);
-    int running = 0;                         /* waiting ones included */
-    for (int i = 0; i < e->max_seqs; i++)
-        running += e->seq[i].active && e->seq[i].status == GEN_RUNNING;
-    return running;
+    return running_count(e);
 }
 
 int gen_step(gen_engine *e)
@@ -736,11 +825,17 @@ void gen_prefill_logits(gen_engine *e, int slot, float *out)
         e->pos[j] = s->len + j;
         e->slot[j] = slot;
     }
-    forward_main(e, R);
-    int C = e->m->cfg.hidden_size;
-    memcpy(e->lnrow, e->x + (size_t)(R - 1) * C, C * sizeof(float));
-    head(e, 1, NULL);
-    memcpy(out, e->logits, e->m->cfg.vocab_size * sizeof(float));
+    if (e->gpu) {
+        int last = R - 1;
+        gen_cuda_forward(e->gpu, e->tok, e->pos, e->slot, R, &last, 1);
+        gen_cuda_logits(e->gpu, 0, out);
+    } else {
+        forward_main(e, R);
+        int C = e->m->cfg.hidden_size;
+        memcpy(e->lnrow, e->x + (size_t)(R - 1) * C, C * sizeof(float));
+        head(e, 1, NULL);
+        memcpy(out, e->logits, e->m->cfg.vocab_size * sizeof(float));
+    }
     s->len = s->ntok - 1;        /* the last token stays queued: the next step recomputes it */
     if (s->mlen > s->len) s->mlen = s->len;
 }

@@ -79,6 +79,20 @@ typedef struct gen_engine gen_engine;
 /* Up to max_seqs concurrent sequences of at most max_len tokens
  * (prompt + generated). */
 gen_engine *gen_new(const model *m, int max_seqs, int max_len);
+/* The same engine computing on the GPU (common/generate_cuda.h): weights
+ * and KV caches on the device in bf16 (GEN_CUDA_BF16, the fast mode) or
+ * fp32 (GEN_CUDA_FP32: greedy output matches the CPU engine's), sampling
+ * on the device from the same draws of each sequence's stream.  Every
+ * other function below works on it unchanged, except that MTP drafting
+ * is off (mtp_k is ignored) and batch invariance holds only among steps
+ * of the same kind (see generate_cuda.h).  NULL with *why set when this
+ * build has no CUDA back end, no GPU is usable, or the model's shape is
+ * not supported. */
+enum { GEN_CUDA_BF16 = 0, GEN_CUDA_FP32 = 1 };
+gen_engine *gen_new_cuda(const model *m, int max_seqs, int max_len, int precision,
+                         const char **why);
+/* 1 when e computes on the GPU. */
+int         gen_on_gpu(const gen_engine *e);
 void        gen_free(gen_engine *e);
 /* Start a sequence; returns its slot, or -1 if full or too long.
  * Sampling draws from rng_derive(seed, stream). */

@@ -10,17 +10,27 @@
  *            master weights): tokens/s and MFU = model FLOPs / time / peak,
  *            model FLOPs = 6 * matmul params * tokens + 6 * L*B*H*T*T*D
  *            (causal attention counted once, as is usual).
- * --decode   batch-1 greedy decoding with a bf16 KV cache, CTX tokens
- *            already cached: tokens/s against the memory-bandwidth bound
- *            (every bf16 weight and the cached K/V read once per token).
- * Weights are hashed uniforms (cuda_fill_uniform): timings, not quality.
+ * --decode   greedy decoding on the GPU engine's own path
+ *            (common/generate_cuda.c: bf16 weights and KV cache, GEMV and
+ *            flash-decoding kernels, device sampling) with CTX tokens
+ *            already cached, with and without the per-step CUDA graph, at
+ *            batch 1 and 4, then through the whole gen_engine: ms per
+ *            step and tokens/s against the memory-bandwidth bound (every
+ *            bf16 matrix weight and each sequence's cached K/V read once
+ *            per step); and the prompt's prefill speed.
+ * Weights are hashed uniforms (cuda_fill_uniform; for --decode a
+ * model_new model filled the same way): timings, not quality.
  * Peaks: bf16 from device_query's table ("unknown" when not listed) and
  * the datasheet bandwidth for the H200 (4.8 TB/s) or, for other parts,
  * the one computed from the memory clock and bus width. */
 #include "util.h"
 
 #ifdef HAT_CUDA
+#include "generate.h"
+#include "generate_cuda.h"
 #include "kernels.h"
+#include "model.h"
+#include "rng.h"
 #include "cuda/device.h"
 #include "cuda/kernels_cuda.h"
 
@@ -330,69 +340,114 @@ static void bench_train(const shape *s, int steps)
 
 /* ------------------------------------------------------------ decoding */
 
+/* A model_new model of the shape with hashed uniform(-0.02, 0.02)
+ * matrices and unit norms, filled in parallel (model_init_random's
+ * Box-Muller would take a minute for 2B parameters). */
+static model *decode_model(const shape *s, int max_len)
+{
+    model_config c = {
+        .vocab_size = s->V, .hidden_size = s->C, .intermediate_size = s->I, .n_layers = s->L,
+        .n_heads = s->H, .n_kv_heads = s->KV, .head_dim = s->D, .rms_norm_eps = 1e-6,
+        .rope_theta = 1e6, .max_position_embeddings = max_len, .tie_word_embeddings = 0,
+        .n_mtp = 0, .mtp_loss_weight = 0.3, .bos_token_id = -1, .eos_token_id = -1,
+    };
+    model *m = model_new(&c);
+    for (int i = 0; i < m->n_tensors; i++) {
+        const model_tensor *t = &m->tensors[i];
+        float *p = m->params + t->offset;
+        if (t->ndim == 1) {
+            for (size_t k = 0; k < t->numel; k++) p[k] = 1.0f;
+            continue;
+        }
+        uint64_t salt = (uint64_t)(i + 1) << 40;
+        #pragma omp parallel for schedule(static)
+        for (size_t k = 0; k < t->numel; k++)
+            p[k] = (float)((mix64(salt + k) >> 11) * 0x1p-53) * 0.04f - 0.02f;
+    }
+    return m;
+}
+
+/* Seconds per decoding step of R sequences (slots 0..R-1, context ctx0
+ * already cached), greedy, sampling included: what a caller waits for.
+ * Three warm-up steps first (with graphs, the first one captures). */
+static double decode_steps(gen_cuda *g, int R, int ctx0, int n_new, int graphs)
+{
+    int tok[8], pos[8], slot[8], lr[8], ids[8];
+    float lp[8];
+    gen_params gp = { .temperature = 0, .top_k = 0, .top_p = 1, .max_tokens = 1, .eos = -1 };
+    gen_cuda_set_graphs(g, graphs);
+    for (int r = 0; r < R; r++) tok[r] = 1 + r, slot[r] = r, lr[r] = r;
+    double t0 = 0;
+    for (int t = -3; t < n_new; t++) {
+        if (t == 0) t0 = hat_now();
+        for (int r = 0; r < R; r++) pos[r] = ctx0 + (t < 0 ? 0 : t);
+        gen_cuda_forward(g, tok, pos, slot, R, lr, R);
+        gen_cuda_sample(g, 0, R, &gp, NULL, ids, lp);
+        memcpy(tok, ids, R * sizeof(int));
+    }
+    return (hat_now() - t0) / n_new;
+}
+
+static void decode_line(const shape *s, const model *m, const char *path, int R, int graphs,
+                        int n_new, double sec, size_t wbytes)
+{
+    double mid = s->T + n_new / 2.0, kv = 2.0 * 2 * s->L * mid * s->KV * s->D;   /* bf16 K and V */
+    double bytes = (double)wbytes + R * kv, bound = peak_bw / bytes;            /* steps/s */
+    printf("{\"bench\":\"gpu_decode\",\"config\":\"%s\",\"path\":\"%s\",\"params\":%zu,\"batch\":%d,"
+           "\"ctx\":%d,\"new_tokens\":%d,\"graph\":%s,\"ms_per_token\":%.4f,\"tokens_per_s\":%.1f,"
+           "\"bytes_per_token\":%.0f,\"bound_ms_per_token\":%.4f,\"bound_tokens_per_s\":%.1f,"
+           "\"ratio_to_bound\":%.2f}\n",
+           s->name, path, m->n_params, R, s->T, n_new, graphs ? "true" : "false", sec * 1e3,
+           R / sec, bytes, 1e3 / bound, R * bound, bound * sec);
+    fflush(stdout);
+}
+
+/* Decoding through the GPU engine's own path (common/generate_cuda.c):
+ * bf16 weights and KV cache, GEMV kernels, flash-decoding attention, one
+ * CUDA graph per step (and without, for comparison), device sampling;
+ * batch 1 and batch 4.  Then the whole gen_engine (what generate
+ * --device cuda runs): its decode tokens/s from gen_get_stats.  The
+ * bound reads every bf16 matrix weight, one embedding row and the
+ * cached K/V of each sequence once per step. */
 static void bench_decode(const shape *s, int n_new)
 {
-    int ctx0 = s->T, S = ctx0 + n_new + 1;
-    net x_, *x = &x_;
-    net_new(x, s, 0, S);
-    int C = s->C, I = s->I, H = s->H, KV = s->KV, D = s->D, V = s->V;
-    size_t HD = (size_t)H * D, KD = (size_t)KV * D;
-    hat_bf16 *kc = dm16((size_t)s->L * S * KD), *vc = dm16((size_t)s->L * S * KD);
-    cuda_f32_to_bf16(kc, x->p, (size_t)s->L * S * KD < x->n ? (size_t)s->L * S * KD : x->n);
-    cuda_f32_to_bf16(vc, x->p, (size_t)s->L * S * KD < x->n ? (size_t)s->L * S * KD : x->n);
-    hat_bf16 *h = dm16(C), *ln = dm16(C), *q = dm16(HD), *k = dm16(KD), *v = dm16(KD);
-    hat_bf16 *att = dm16(HD), *gate = dm16(I), *up = dm16(I), *lg = dm16(V);
-    float *logits = dm32(V), *scr = dm32(HD * S);
-    int *dtok = dm32(1), *dpos = dm32(1), tok = 1;
-    double total = 0;
-    for (int t = -3; t < n_new; t++) {                   /* three warm-ups */
-        int pos = ctx0 + (t < 0 ? 0 : t);
-        void *tm = device_timer_start();
-        device_upload(dtok, &tok, sizeof tok);
-        device_upload(dpos, &pos, sizeof pos);
-        cuda_embedding_forward_bf16(h, dtok, W(x->wte), 1, C);
-        for (int l = 0; l < s->L; l++) {
-            layer_off *o = &x->lo[l];
-            hat_bf16 *kl = kc + (size_t)l * S * KD, *vl = vc + (size_t)l * S * KD;
-            cuda_rmsnorm_forward_bf16(ln, NULL, h, W(o->in_norm), 1, C, 1e-6f);
-            cuda_matmul_forward_bf16(q, ln, W(o->wq), 1, C, HD, 0);
-            cuda_matmul_forward_bf16(k, ln, W(o->wk), 1, C, KD, 0);
-            cuda_matmul_forward_bf16(v, ln, W(o->wv), 1, C, KD, 0);
-            cuda_rmsnorm_forward_bf16(q, NULL, q, W(o->q_norm), H, D, 1e-6f);
-            cuda_rmsnorm_forward_bf16(k, NULL, k, W(o->k_norm), KV, D, 1e-6f);
-            cuda_rope_forward_bf16(q, dpos, x->cos_t, x->sin_t, 1, H, D);
-            cuda_rope_forward_bf16(k, dpos, x->cos_t, x->sin_t, 1, KV, D);
-            device_copy(kl + (size_t)pos * KD, k, KD * 2);
-            device_copy(vl + (size_t)pos * KD, v, KD * 2);
-            cuda_attention_decode_bf16(att, scr, q, kl, vl, pos + 1, H, KV, D);
-            cuda_matmul_forward_bf16(h, att, W(o->wo), 1, HD, C, 1.0f);   /* residual: beta 1 */
-            cuda_rmsnorm_forward_bf16(ln, NULL, h, W(o->post_norm), 1, C, 1e-6f);
-            cuda_matmul_forward_bf16(gate, ln, W(o->wgate), 1, C, I, 0);
-            cuda_matmul_forward_bf16(up, ln, W(o->wup), 1, C, I, 0);
-            cuda_swiglu_forward_bf16(gate, gate, up, I);
-            cuda_matmul_forward_bf16(h, gate, W(o->wdown), 1, I, C, 1.0f);
-        }
-        cuda_rmsnorm_forward_bf16(ln, NULL, h, W(x->norm), 1, C, 1e-6f);
-        cuda_matmul_forward_bf16(lg, ln, W(x->lm_head), 1, C, V, 0);
-        cuda_bf16_to_f32(logits, lg, V);
-        float lp;
-        cuda_sample_logits(&tok, &lp, logits, NULL, 1, V, 0.0f, 0, 1.0f);   /* greedy, syncs */
-        double sec = device_timer_stop(tm);
-        if (t >= 0) total += sec;
+    int ctx0 = s->T, S = ctx0 + n_new + 8, RB = 4;
+    double t0 = hat_now();
+    model *m = decode_model(s, S);
+    const char *why = NULL;
+    gen_cuda *g = gen_cuda_new(m, RB, S, GEN_CUDA_BF16, &why);
+    if (!g) { fprintf(stderr, "gpu-bench: decode: %s\n", why); model_free(m); return; }
+    size_t wbytes = gen_cuda_weight_bytes(g);
+    int *tok = xmalloc(ctx0 * sizeof(int)), *pos = xmalloc(ctx0 * sizeof(int));
+    int *slot = xmalloc(ctx0 * sizeof(int)), last = ctx0 - 1;
+    for (int r = 0; r < RB; r++) {                       /* the cached context of each slot */
+        for (int i = 0; i < ctx0; i++)
+            tok[i] = (int)(mix64((uint64_t)r << 32 | (uint64_t)i) % (uint64_t)s->V), pos[i] = i, slot[i] = r;
+        gen_cuda_forward(g, tok, pos, slot, ctx0, &last, 1);
     }
-    double sec = total / n_new;
-    double mid = ctx0 + n_new / 2.0;
-    double bytes = 2.0 * x->n_matmul + 2.0 * C + 2.0 * 2 * s->L * mid * KD;
-    double bound = peak_bw / bytes;
-    printf("{\"bench\":\"gpu_decode\",\"config\":\"%s\",\"params\":%zu,\"batch\":1,\"ctx\":%d,"
-           "\"new_tokens\":%d,\"ms_per_token\":%.4f,\"tokens_per_s\":%.1f,\"bytes_per_token\":%.0f,"
-           "\"bound_tokens_per_s\":%.1f,\"ratio_to_bound\":%.2f}\n",
-           s->name, x->n, ctx0, n_new, sec * 1e3, 1 / sec, bytes, bound, bound * sec);
-    fflush(stdout);
-    device_free(kc); device_free(vc); device_free(h); device_free(ln); device_free(q);
-    device_free(k); device_free(v); device_free(att); device_free(gate); device_free(up);
-    device_free(lg); device_free(logits); device_free(scr); device_free(dtok); device_free(dpos);
-    net_free(x);
+    device_sync();
+    fprintf(stderr, "gpu-bench: decode %s: model and prefill ready in %.1f s\n", s->name, hat_now() - t0);
+    for (int graphs = 1; graphs >= 0; graphs--)
+        for (int R = 1; R <= RB; R += RB - 1)
+            decode_line(s, m, "gen_cuda", R, graphs, n_new, decode_steps(g, R, ctx0, n_new, graphs), wbytes);
+    gen_cuda_free(g);
+
+    /* the engine: one prompt of ctx0 tokens, n_new tokens of pure decoding */
+    gen_engine *e = gen_new_cuda(m, 1, S, GEN_CUDA_BF16, &why);
+    if (e) {
+        gen_params gp = { .temperature = 0, .top_k = 0, .top_p = 1, .max_tokens = n_new + 1, .eos = -1 };
+        gen_add(e, tok, ctx0, &gp, 1, 0);
+        while (gen_step(e)) {}
+        gen_stats st = gen_get_stats(e);
+        double sec = st.decode_tokens ? st.decode_s / st.decode_tokens : 0;
+        decode_line(s, m, "gen_engine", 1, 1, (int)st.decode_tokens, sec, wbytes);
+        printf("{\"bench\":\"gpu_prefill\",\"config\":\"%s\",\"tokens\":%d,\"ms\":%.2f,\"tokens_per_s\":%.0f}\n",
+               s->name, ctx0, st.prefill_s * 1e3, ctx0 / st.prefill_s);
+        fflush(stdout);
+        gen_free(e);
+    }
+    free(tok); free(pos); free(slot);
+    model_free(m);
 }
 
 static int parse_shape(const char *arg, shape *s, int decode)
