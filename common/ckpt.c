@@ -334,6 +334,21 @@ static void serialise(const ckpt *c, members *s, int dtype)
     }
 }
 
+/* archive_write_data writes at most INT_MAX bytes a call (a short count,
+ * no error), and a 270M-parameter model's optimizer member is larger:
+ * write in pieces of 1 GiB. */
+static int write_data(struct archive *a, const void *data, size_t n)
+{
+    const char *buf = data;
+    while (n) {
+        size_t k = n < ((size_t)1 << 30) ? n : (size_t)1 << 30;
+        la_ssize_t w = archive_write_data(a, buf, k);
+        if (w <= 0) return -1;
+        buf += w, n -= (size_t)w;
+    }
+    return 0;
+}
+
 static int write_tar_fd(int fd, members *s, const char *path)
 {
     struct archive *a = archive_write_new();
@@ -351,7 +366,7 @@ static int write_tar_fd(int fd, members *s, const char *path)
         int w = archive_write_header(a, e);
         archive_entry_free(e);
         if (w != ARCHIVE_OK) goto err;
-        if (s->len[i] && archive_write_data(a, s->buf[i], s->len[i]) != (la_ssize_t)s->len[i]) goto err;
+        if (write_data(a, s->buf[i], s->len[i])) goto err;
     }
     if (archive_write_close(a) != ARCHIVE_OK) goto err;
     rc = 0;
