@@ -57,19 +57,19 @@ typedef struct {
 
 /* ---- loading ------------------------------------------------------------------- */
 
+/* The task index holds each good task's line, not its parse: a line is
+ * parsed again when a trajectory needs it (task_of).  Tens of thousands of
+ * parsed tasks kept from start-up cost more in page faults and cache
+ * misses than parsing each again, fresh in the cache, when it is used. */
+#define TASK_FLAGS (JSON_ALLOW_NUL | JSON_DECODE_ANY)   /* as jsonl_next reads them */
+
 static int load_tasks(opts *o)
 {
     o->task_index = json_object();
-    /* Many tasks carry the same gold label or context byte for byte: those
-     * are parsed once and shared (harness_memo.h); the index is read-only. */
-    harness_memo *memo = harness_memo_new();
-    harness_memo_share_key(memo, "gold");
-    harness_memo_share_key(memo, "context");
     int rc = 0;
     for (int i = 0; i < o->ntasks && !rc; i++) {
         jsonl_reader *r = jsonl_open(o->tasks[i], o->c.skip_bad);
         if (!r) { rc = -1; break; }
-        jsonl_set_memo(r, memo);
         json_t *t;
         int k;
         while ((k = jsonl_next(r, &t)) == 1) {
@@ -82,12 +82,15 @@ static int load_tasks(opts *o)
                 if (!o->c.skip_bad) { rc = -1; break; }
                 continue;
             }
-            json_object_set_new(o->task_index, json_string_value(json_object_get(t, "id")), t);
+            /* The line's bytes, as a string value: a container, never written out. */
+            size_t n;
+            const char *text = jsonl_text(r, &n);
+            json_object_set_new(o->task_index, json_string_value(json_object_get(t, "id")), json_stringn_nocheck(text, n));
+            json_decref(t);
         }
         if (k < 0) rc = -1;
         if (jsonl_close(r)) rc = -1;
     }
-    harness_memo_free(memo);
     return rc;
 }
 
@@ -110,19 +113,25 @@ static int load_common(opts *o, int need_world)
     return 0;
 }
 
-/* The task index outlives free_common: taking apart tens of thousands of
- * parsed tasks just before exit cost ~6% of a run, and the process ends
- * right after.  Kept reachable here (volatile: the store must not be
- * optimised away), so leak checkers see no leak. */
-static json_t *volatile task_index_at_exit;
-
 static void free_common(opts *o)
 {
     judge_free(o->j);
     world_free(o->w);
-    task_index_at_exit = o->task_index;
-    o->task_index = NULL;
+    json_decref(o->task_index);
     json_decref(o->h0);
+}
+
+/* Task tid parsed from its line in the index (new ref), or NULL when the
+ * index has no such id.  The line parsed when it was loaded, so it parses
+ * again to the same value. */
+static json_t *task_of(const opts *o, const char *tid)
+{
+    const json_t *line = json_object_get(o->task_index, tid);
+    if (!line) return NULL;
+    json_error_t e;
+    json_t *t = json_loadb_quick(json_string_value(line), json_string_length(line), TASK_FLAGS, &e);
+    if (!t) hat_die("task '%s' no longer parses: %s", tid, e.text);
+    return t;
 }
 
 /* ---- scoring a file of trajectories --------------------------------------------- */
@@ -157,9 +166,10 @@ static int score_files(opts *o, int nfiles, char **files, on_verdict cb, void *a
             }
             const json_t *task = json_object_get(rec, "task"), *h = json_object_get(rec, "harness");
             const char *tid = json_string_value(json_object_get(rec, "task_id"));
+            json_t *indexed = NULL;
             if (!json_is_object(rec)) err = xstrdup("a trajectory must be a JSON object");
             else if (!task && !tid) err = xstrdup("no \"task_id\" and no inline \"task\"");
-            else if (!task && !(task = json_object_get(o->task_index, tid)))
+            else if (!task && !(task = indexed = task_of(o, tid)))
                 err = xasprintf("unknown task id '%s'%s", tid, o->ntasks ? "" : " (give --tasks)");
             else if (!json_is_object(h) && !(h = o->h0))
                 err = xstrdup("no harness: give --harness or an inline \"harness\"");
@@ -178,6 +188,7 @@ static int score_files(opts *o, int nfiles, char **files, on_verdict cb, void *a
                 rc = cb(arg, rec, task, &v);
                 judge_verdict_clear(&v);
             }
+            json_decref(indexed);
             json_decref(rec);
         }
         if (k < 0) rc = -1;

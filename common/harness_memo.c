@@ -29,7 +29,9 @@
  *     below jansson's limit even two levels down.)
  * Every other outcome (no spans, a sentinel found elsewhere, a parse error
  * anywhere) falls back to json_loadb of the whole line, so a caller's
- * error message, line and column are jansson's own. */
+ * error message, line and column are jansson's own.  "jansson parses"
+ * above is json_loadb_quick (jsonl.h): yajl building the value json_loadb
+ * would return, or json_loadb itself where yajl cannot be sure of that. */
 #include "harness_memo.h"
 #include "jsonl.h"
 #include "util.h"
@@ -238,11 +240,14 @@ static void drop_spans(harness_memo *m, size_t from)
 static size_t value_at(const char *line, size_t len, const char *key)
 {
     char q[64];
-    int kn = snprintf(q, sizeof q, "\"%s\"", key);
-    if (kn < 0 || (size_t)kn >= sizeof q) return len;
-    const char *p = memmem(line, len, q, (size_t)kn);
+    size_t kn = strlen(key) + 2;
+    if (kn >= sizeof q) return len;
+    q[0] = '"';
+    memcpy(q + 1, key, kn - 2);
+    q[kn - 1] = '"';
+    const char *p = memmem(line, len, q, kn);
     if (!p) return len;
-    size_t a = (size_t)(p - line) + (size_t)kn;
+    size_t a = (size_t)(p - line) + kn;
     while (a < len && json_space(line[a])) a++;
     if (a >= len || line[a] != ':') return len;
     a++;
@@ -256,8 +261,10 @@ static size_t value_at(const char *line, size_t len, const char *key)
 static json_t *parse_object(const char *line, size_t a, size_t *b, size_t len, size_t flags)
 {
     json_error_t e;
-    json_t *v = json_loadb(line + a, len - a, flags | JSON_DISABLE_EOF_CHECK, &e);
-    size_t end = v ? a + (size_t)e.position : a;
+    size_t used = 0;
+    json_t *v = json_loadb_fast(line + a, len - a, flags | JSON_DISABLE_EOF_CHECK, &used);
+    if (!v && (v = json_loadb(line + a, len - a, flags | JSON_DISABLE_EOF_CHECK, &e))) used = (size_t)e.position;
+    size_t end = a + used;
     char close = line[a] == '{' ? '}' : ']';
     if (!(json_is_object(v) || json_is_array(v)) || end <= a || end > len || line[end - 1] != close
         || json_too_deep(line + a, end - a, HM_MAX_DEPTH)) {
@@ -336,7 +343,7 @@ static void message_spans(harness_memo *m, const char *line, size_t len, size_t 
             m->n.msg_hits++;
         } else {
             json_error_t e;
-            v = json_loadb(line + p, b - p, flags, &e);
+            v = json_loadb_quick(line + p, b - p, flags, &e);
             if (!json_is_object(v) || json_too_deep(line + p, b - p, HM_MAX_DEPTH)) {
                 json_decref(v);
                 return;
@@ -412,7 +419,7 @@ static json_t *parse_around(harness_memo *m, const char *line, size_t len, size_
         at = m->sp[i].b;
     }
     json_error_t e;
-    json_t *rec = json_loadb(m->line.s, m->line.len, flags, &e);
+    json_t *rec = json_loadb_quick(m->line.s, m->line.len, flags, &e);
     if (!json_is_object(rec)) { json_decref(rec); return NULL; }
     json_t *msgs = json_object_get(rec, "messages");
     for (size_t i = 0; i < m->nsp; i++) {
@@ -478,5 +485,5 @@ json_t *harness_memo_parse(harness_memo *m, const char *line, size_t len, size_t
     }
     drop_spans(m, 0);
     m->n.full++;
-    return json_loadb(line, len, flags, e);
+    return json_loadb_quick(line, len, flags, e);
 }

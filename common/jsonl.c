@@ -5,11 +5,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <libgen.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <yajl/yajl_parse.h>
 #include <zlib.h>
 
 /* ---------------------------------------------------------------- input */
@@ -20,6 +23,7 @@ struct jsonl_reader {
     char  *buf;
     size_t cap;
     long   line, skipped;
+    size_t last;          /* length of the last value's line in buf */
     int    skip_bad;
     harness_memo *memo;   /* borrowed, may be NULL */
 };
@@ -102,7 +106,7 @@ int jsonl_next(jsonl_reader *r, json_t **out)
         if (json_too_deep(r->buf, n, JSONL_MAX_DEPTH))
             hat_errat(r->name, r->line, "JSON nested deeper than %d levels", JSONL_MAX_DEPTH);
         else if (!(v = r->memo ? harness_memo_parse(r->memo, r->buf, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e)
-                               : json_loadb(r->buf, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e)))
+                               : json_loadb_quick(r->buf, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e)))
             hat_errat(r->name, r->line, "invalid JSON at column %d: %s", e.column, e.text);
         if (!v) {
             if (!r->skip_bad) return -1;
@@ -110,8 +114,15 @@ int jsonl_next(jsonl_reader *r, json_t **out)
             continue;
         }
         *out = v;
+        r->last = n;
         return 1;
     }
+}
+
+const char *jsonl_text(const jsonl_reader *r, size_t *len)
+{
+    *len = r->last;
+    return r->buf;
 }
 
 void jsonl_set_memo(jsonl_reader *r, harness_memo *m) { r->memo = m; }
@@ -135,6 +146,13 @@ int jsonl_close(jsonl_reader *r)
 int json_too_deep(const char *s, size_t n, int max)
 {
     if (n <= (size_t)max) return 0;      /* too short to nest that deep */
+    /* Nor can it nest deeper than it has '[' and '{' bytes: counted with
+     * memchr, much cheaper than the walk below. */
+    size_t opens = 0;
+    const char *e = s + n;
+    for (const char *p = s; opens <= (size_t)max && (p = memchr(p, '{', (size_t)(e - p))); p++) opens++;
+    for (const char *p = s; opens <= (size_t)max && (p = memchr(p, '[', (size_t)(e - p))); p++) opens++;
+    if (opens <= (size_t)max) return 0;
     int depth = 0, in_str = 0;
     for (size_t i = 0; i < n; i++) {
         char c = s[i];
@@ -202,6 +220,197 @@ json_t *jsonl_load_all(char *const *files, int nfiles, int skip_bad, char *(*che
     return a.all;
 }
 
+/* ------------------------------------------------- the yajl fast path */
+
+/* Deeper than this json_loadb_fast steps aside (jansson stops at 2048,
+ * hat's readers at JSONL_MAX_DEPTH). */
+#define FAST_MAX_DEPTH 1024
+
+/* The value being built: containers are attached to their parent when
+ * they open, so the root owns everything made so far and one decref
+ * frees a value abandoned half-way. */
+typedef struct {
+    json_t *root;
+    json_t *open[FAST_MAX_DEPTH];   /* borrowed: the containers still open */
+    int     depth, done;
+    size_t  flags;
+    char   *key;                    /* the pending object key (yajl's buffer is */
+    size_t  klen, kcap;             /*  reused by the value that follows it) */
+    int     kascii;                 /* the key is all ASCII */
+    char    kbuf[128];
+} fast_ctx;
+
+/* Whether s[0..n) is all ASCII, so valid UTF-8 without jansson's check. */
+static int fast_ascii(const char *s, size_t n)
+{
+    uint64_t acc = 0, w;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        memcpy(&w, s + i, 8);
+        acc |= w;
+    }
+    for (; i < n; i++) acc |= (unsigned char)s[i];
+    return !(acc & 0x8080808080808080ULL);
+}
+
+/* Attach v (taken) to the open container; 0 stops the parse. */
+static int fast_add(fast_ctx *c, json_t *v)
+{
+    if (!v) return 0;
+    if (c->depth == 0) { json_decref(v); return 0; }     /* a top-level scalar */
+    json_t *top = c->open[c->depth - 1];
+    if (!json_is_object(top)) return json_array_append_new(top, v) == 0;
+    /* json_object_setn_new checks the key's UTF-8 as strictly as
+     * jansson's parser (an ASCII key needs no check); a repeated key
+     * keeps its place and takes the new value, as in json_loadb. */
+    return (c->kascii ? json_object_setn_new_nocheck(top, c->key, c->klen, v)
+                      : json_object_setn_new(top, c->key, c->klen, v)) == 0;
+}
+
+static int fast_open(void *ctx, json_t *v)
+{
+    fast_ctx *c = ctx;
+    if (!v || c->done || c->depth == FAST_MAX_DEPTH) { json_decref(v); return 0; }
+    if (c->depth == 0) c->root = v;
+    else if (!fast_add(c, v)) return 0;
+    c->open[c->depth++] = v;                           /* the parent holds it */
+    return 1;
+}
+
+static int fast_close(void *ctx)
+{
+    fast_ctx *c = ctx;
+    if (--c->depth == 0) c->done = 1;
+    return 1;
+}
+
+static int fast_map(void *ctx) { return fast_open(ctx, json_object()); }
+static int fast_array(void *ctx) { return fast_open(ctx, json_array()); }
+static int fast_null(void *ctx) { return fast_add(ctx, json_null()); }
+static int fast_bool(void *ctx, int b) { return fast_add(ctx, json_boolean(b)); }
+
+static int fast_string(void *ctx, const unsigned char *s, size_t n)
+{
+    fast_ctx *c = ctx;
+    /* yajl decodes \u0000; jansson refuses it without JSON_ALLOW_NUL. */
+    if (!(c->flags & JSON_ALLOW_NUL) && memchr(s, 0, n)) return 0;
+    if (fast_ascii((const char *)s, n)) return fast_add(c, json_stringn_nocheck((const char *)s, n));
+    return fast_add(c, json_stringn((const char *)s, n));   /* NULL on bad UTF-8 */
+}
+
+static int fast_key(void *ctx, const unsigned char *s, size_t n)
+{
+    fast_ctx *c = ctx;
+    if (memchr(s, 0, n)) return 0;                     /* jansson: never in a key */
+    if (n >= c->kcap) {
+        c->kcap = n + 64;
+        c->key = c->key == c->kbuf ? xmalloc(c->kcap) : xrealloc(c->key, c->kcap);
+    }
+    memcpy(c->key, s, n);
+    c->klen = n;
+    c->kascii = fast_ascii(c->key, n);
+    return 1;
+}
+
+/* A number's text as jansson reads it: a real when it has a fraction or
+ * an exponent, else an integer; out of range is an error there, so a
+ * step aside here. */
+static int fast_number(void *ctx, const char *s, size_t n)
+{
+    /* yajl has checked the grammar: an optional '-', digits, then maybe
+     * a fraction and an exponent.  Up to 19 digits an integer is summed
+     * here, unsigned (it cannot wrap), and taken when it is in range: what
+     * strtoll gives, which jansson uses (out of range is its error). */
+    size_t neg = n && s[0] == '-', d = neg;
+    while (d < n && s[d] >= '0' && s[d] <= '9') d++;
+    long long i = 0;
+    if (d == n && n > neg && n - neg <= 19) {
+        unsigned long long u = 0;
+        for (size_t k = neg; k < n; k++) u = u * 10 + (unsigned)(s[k] - '0');
+        if (u > (unsigned long long)LLONG_MAX + neg) return 0;
+        i = neg ? (u == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN : -(long long)u) : (long long)u;
+        return fast_add(ctx, json_integer((json_int_t)i));
+    }
+    char t[64], *e;
+    if (n >= sizeof t) return 0;
+    memcpy(t, s, n);
+    t[n] = 0;
+    errno = 0;
+    if (d < n) {                                       /* a fraction or an exponent */
+        double v = strtod(t, &e);
+        if (errno || e != t + n) return 0;
+        return fast_add(ctx, json_real(v));
+    }
+    i = strtoll(t, &e, 10);
+    if (errno || e != t + n) return 0;
+    return fast_add(ctx, json_integer((json_int_t)i));
+}
+
+static const yajl_callbacks fast_callbacks = {
+    fast_null, fast_bool, NULL, NULL, fast_number, fast_string,
+    fast_map, fast_key, fast_close, fast_array, fast_close
+};
+
+/* Whether buf has nothing on which yajl and jansson part ways before any
+ * value is made: form feed and vertical tab are white space to yajl
+ * only, and yajl turns a lone surrogate escape into '?' or a made-up
+ * character where jansson refuses it.  (Any \uD800-\uDFFF escape steps
+ * aside; a real surrogate pair is rare enough to leave to jansson.) */
+static int fast_plain(const char *buf, size_t len)
+{
+    if (memchr(buf, '\f', len) || memchr(buf, '\v', len)) return 0;
+    const char *end = buf + len;
+    for (const char *p = buf; (p = memchr(p, '\\', (size_t)(end - p))); p++)
+        if (end - p >= 4 && p[1] == 'u' && (p[2] | 0x20) == 'd' && strchr("89abAB", p[3])) return 0;
+    return 1;
+}
+
+json_t *json_loadb_fast(const char *buf, size_t len, size_t flags, size_t *end)
+{
+    static int off = -1;                 /* HAT_SLOW_JSON=1: jansson alone (tests) */
+    if (off < 0) {
+        const char *e = getenv("HAT_SLOW_JSON");
+        off = e && *e && strcmp(e, "0");
+    }
+    if (off) return NULL;
+    if (flags & ~(size_t)(JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL | JSON_DECODE_ANY)) return NULL;
+    if (!buf || !fast_plain(buf, len)) return NULL;
+    fast_ctx c;
+    c.root = NULL;
+    c.depth = c.done = 0;
+    c.flags = flags;
+    c.key = c.kbuf;
+    c.klen = 0;
+    c.kcap = sizeof c.kbuf;
+    yajl_handle h = yajl_alloc(&fast_callbacks, NULL, &c);
+    if (!h) return NULL;
+    /* UTF-8 is checked by jansson itself (json_stringn, the key setter),
+     * more strictly than yajl would (overlong forms, surrogates). */
+    yajl_config(h, yajl_dont_validate_strings, 1);
+    /* yajl stops where the value ends; what follows is checked here, as
+     * jansson does: yajl's own check lets an unterminated string through. */
+    yajl_config(h, yajl_allow_trailing_garbage, 1);
+    yajl_status st = yajl_parse(h, (const unsigned char *)buf, len);
+    size_t used = yajl_get_bytes_consumed(h);
+    yajl_free(h);
+    if (c.key != c.kbuf) free(c.key);
+    int ok = st == yajl_status_ok && c.done && used <= len;
+    for (size_t i = used; ok && !(flags & JSON_DISABLE_EOF_CHECK) && i < len; i++)
+        ok = buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\n' || buf[i] == '\r';
+    if (!ok) {
+        json_decref(c.root);
+        return NULL;
+    }
+    if (end) *end = used;
+    return c.root;
+}
+
+json_t *json_loadb_quick(const char *buf, size_t len, size_t flags, json_error_t *e)
+{
+    json_t *v = json_loadb_fast(buf, len, flags, NULL);
+    return v ? v : json_loadb(buf, len, flags, e);
+}
+
 json_t *json_parse_named(const char *text, size_t len, const char *name)
 {
     if (json_too_deep(text, len, JSONL_MAX_DEPTH)) {
@@ -209,7 +418,7 @@ json_t *json_parse_named(const char *text, size_t len, const char *name)
         return NULL;
     }
     json_error_t e;
-    json_t *v = json_loadb(text, len, 0, &e);
+    json_t *v = json_loadb_quick(text, len, 0, &e);
     if (!v) hat_errat(name, e.line, "invalid JSON at column %d: %s", e.column, e.text);
     return v;
 }

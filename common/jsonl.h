@@ -38,6 +38,8 @@ void   jsonl_set_memo(jsonl_reader *r, struct harness_memo *m);
  * -1 on an error (already reported). */
 int    jsonl_next(jsonl_reader *r, json_t **out);
 long   jsonl_line(const jsonl_reader *r);      /* line number of last value */
+/* The text of the last value's line (valid until the next jsonl_next). */
+const char *jsonl_text(const jsonl_reader *r, size_t *len);
 const char *jsonl_name(const jsonl_reader *r); /* "<stdin>" or the path */
 long   jsonl_skipped(const jsonl_reader *r);
 /* Closes; with skip_bad prints "skipped N bad lines" if any. Returns 0 or -1. */
@@ -58,6 +60,23 @@ int    jsonl_foreach(char *const *files, int nfiles, int skip_bad, jsonl_fn fn, 
  * bad record).  NULL on error, or when no value is left ("no WHAT"). */
 json_t *jsonl_load_all(char *const *files, int nfiles, int skip_bad, char *(*check)(const json_t *v),
                        const char *what);
+
+/* json_loadb(buf, len, flags, NULL) through yajl's parser (a SAX parser:
+ * it builds no tree, so the jansson values are made once, without
+ * jansson's own byte-at-a-time lexer; about twice as fast).  Returns the
+ * value json_loadb would return, or NULL when it cannot be sure of that:
+ * bad JSON, and the few inputs where the two parsers disagree (JSON white
+ * space is narrower than yajl's; jansson refuses lone surrogates, NUL in
+ * keys, integers beyond 64 bits, nesting past 2048), and a top-level
+ * value that is not an object or an array.  Then the caller runs
+ * json_loadb, whose value or error is the answer.  flags: any of
+ * JSON_DISABLE_EOF_CHECK (*end, if given, receives where the value
+ * ended), JSON_ALLOW_NUL and JSON_DECODE_ANY; with any other flag it
+ * always returns NULL, and so it does with HAT_SLOW_JSON=1 in the
+ * environment (the tests compare a program's output both ways). */
+json_t *json_loadb_fast(const char *buf, size_t len, size_t flags, size_t *end);
+/* json_loadb with json_loadb_fast tried first: the same value or error. */
+json_t *json_loadb_quick(const char *buf, size_t len, size_t flags, json_error_t *e);
 
 /* Parse one JSON document from a string (error names file/line/column). */
 json_t *json_parse_named(const char *text, size_t len, const char *name);

@@ -330,6 +330,7 @@ typedef struct {
     const char    *reply;          /* accepted reply, or the last offered one */
     char          *lc;             /* reply lowered by ascii_lower, for has_word */
     int            accepted;
+    int            replayed;       /* rec is j->s's record of this task (judge_score) */
 } ctx;
 
 static void reason(ctx *x, const char *code, int comp, const char *fmt, ...)
@@ -362,6 +363,14 @@ static int same_msg(const json_t *a, const json_t *b)
     return (!ha && !hb) || (ha && hb && !strcmp(ha, hb));
 }
 
+/* same_msg(tool message, b) for a tool message in parts (sim_tool_content). */
+static int same_tool_msg(const json_t *content, const char *hook, const json_t *b)
+{
+    const char *ca = json_string_value(content), *cb = sget(b, "content"), *hb = sget(b, "hook");
+    if (!ca || !cb || strcmp(ca, cb)) return 0;
+    return (!hook && !hb) || (hook && hb && !strcmp(hook, hb));
+}
+
 static const char *last_outcome(const sim *s)
 {
     const json_t *calls = json_object_get(sim_record(s), "calls");
@@ -389,15 +398,16 @@ static size_t replay_calls(ctx *x, const json_t *msgs, size_t i, const json_t *c
         if (!fn) fn = c;
         const char *name = sget(fn, "name");
         const json_t *args = json_object_get(fn, "arguments");
-        json_t *out = sim_tool_call(s, name, args);
+        const char *hook = NULL;
+        json_t *out = sim_tool_content(s, name, args, &hook);
         const json_t *rec = i < n && is_role(json_array_get(msgs, i), "tool") ? json_array_get(msgs, i) : NULL;
-        int same = rec && same_msg(out, rec);
+        int same = rec && same_tool_msg(out, hook, rec);
         for (long t = 0; rec && !same && t < x->j->max_retries; t++) {
             const char *o = last_outcome(s);
             if (!o || strcmp(o, "fault") || sget(rec, "hook")) break;
             json_decref(out);
-            out = sim_tool_call(s, name, args);
-            same = same_msg(out, rec);
+            out = sim_tool_content(s, name, args, &hook);
+            same = same_tool_msg(out, hook, rec);
         }
         if (!rec) mismatch(x, "tool_output_mismatch", i, "a tool call has no tool message");
         else if (!same) mismatch(x, "tool_output_mismatch", i, "tool output differs from the simulator");
@@ -523,14 +533,12 @@ static void check_facts(ctx *x, const rnum *nums, int nn)
     char buf[64], val[64];
     json_object_foreach((json_t *)facts, k, v) {
         int present;
-        if (json_is_number(v)) {
-            present = has_number(nums, nn, json_number_value(v));
-            snprintf(val, sizeof val, "%.15g", json_number_value(v));
-        } else if (json_is_string(v)) {
-            present = strcasestr(x->reply, json_string_value(v)) != NULL;
-            snprintf(val, sizeof val, "%s", json_string_value(v));
-        } else continue;
+        if (json_is_number(v)) present = has_number(nums, nn, json_number_value(v));
+        else if (json_is_string(v)) present = strcasestr(x->reply, json_string_value(v)) != NULL;
+        else continue;
         if (present) continue;
+        if (json_is_number(v)) snprintf(val, sizeof val, "%.15g", json_number_value(v));   /* for the reason */
+        else snprintf(val, sizeof val, "%s", json_string_value(v));
         const char *c = competitor(x, k, v, nums, nn, buf, sizeof buf);
         if (c) reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply says %s, the tools say %s", k, c, val);
         else if (!strcmp(k, "alternative")) reason(x, "no_alternative", JUDGE_EFFECTIVENESS, "sold out: in-stock %s not offered", val);
@@ -559,7 +567,9 @@ static void check_reply(ctx *x, int unrecovered)
     }
     /* accuracy */
     const char *viewer = sget(json_object_get(x->task, "viewer"), "text");
-    char *bad = sim_unsupported_value(reply, json_object_get(x->rec, "evidence"), viewer);
+    /* The judge's own replay: the simulator has the evidence numbers. */
+    char *bad = x->replayed ? sim_unsupported(j->s, reply)
+                : sim_unsupported_value(reply, json_object_get(x->rec, "evidence"), viewer);
     if (bad) reason(x, "unsupported_value", JUDGE_ACCURACY, "%s is in no tool result", bad);
     free(bad);
     x->lc = ascii_lower(reply);
@@ -595,7 +605,8 @@ static void check_reply(ctx *x, int unrecovered)
             if (!any_word(x->lc, j->t_redirect)) reason(x, "no_redirect", JUDGE_EFFECTIVENESS, "off-topic request not steered back to the products");
         }
     }
-    long nc = sim_count_chars(reply), ne = sim_count_emoji(reply);
+    long nc, ne;
+    sim_count_measures(reply, &nc, &ne);
     if (j->max_chars >= 0 && nc > j->max_chars)
         reason(x, "reply_too_long", JUDGE_EFFECTIVENESS, "%ld characters, at most %ld allowed", nc, j->max_chars);
     if (j->max_emoji >= 0 && ne > j->max_emoji)
@@ -611,27 +622,32 @@ static int check_tools(ctx *x)
 {
     const json_t *calls = json_object_get(x->rec, "calls");
     const json_t *gcalls = json_object_get(json_object_get(x->task, "gold"), "calls");
-    size_t ng = json_array_size(gcalls), i, k;
+    size_t ng = json_array_size(gcalls), nc = json_array_size(calls), i, k;
     char made[64] = { 0 }, okd[64] = { 0 };
     json_t *c, *e;
+    /* Each call's function, and whether it answered (ok or error), read
+     * once: the repeated-call check compares every pair. */
+    typedef struct { const char *fn; int answered; } seen;
+    seen few[32], *sn = nc <= 32 ? few : xmalloc(nc * sizeof *sn);
     json_array_foreach(calls, i, c) {
-        const char *o = sget(c, "outcome"), *name = sget(c, "name");
+        const char *o = sget(c, "outcome"), *name = sget(c, "name"), *fn = sget(c, "function");
+        sn[i].fn = fn;
+        sn[i].answered = o && (!strcmp(o, "ok") || !strcmp(o, "error"));
         if (!o || !strcmp(o, "skill") || !strcmp(o, "unknown_skill")) continue;
         if (!strcmp(o, "invalid")) { reason(x, "invalid_arguments", JUDGE_TOOLS, "%s: %s", name, sget(c, "error")); continue; }
         if (!strcmp(o, "unknown_tool")) { reason(x, "unknown_tool", JUDGE_TOOLS, "no tool named '%s'", name); continue; }
         long g = (long)json_integer_value(json_object_get(c, "gold"));
-        if (g < 0 || (size_t)g >= ng) { reason(x, "unneeded_call", JUDGE_TOOLS, "%s (%s) is not needed for this request", name, sget(c, "function")); continue; }
+        if (g < 0 || (size_t)g >= ng) { reason(x, "unneeded_call", JUDGE_TOOLS, "%s (%s) is not needed for this request", name, fn); continue; }
         if (g < 64) { made[g] = 1; okd[g] |= !strcmp(o, "ok"); }
         for (k = 0; k < i; k++) {          /* the same call after an answer */
-            const json_t *p = json_array_get(calls, k);
-            const char *po = sget(p, "outcome");
-            if (po && (!strcmp(po, "ok") || !strcmp(po, "error")) && sget(p, "function") && sget(c, "function")
-                && !strcmp(sget(p, "function"), sget(c, "function")) && json_equal(json_object_get(p, "args"), json_object_get(c, "args"))) {
+            if (sn[k].answered && sn[k].fn && fn && !strcmp(sn[k].fn, fn)
+                && json_equal(json_object_get(json_array_get(calls, k), "args"), json_object_get(c, "args"))) {
                 reason(x, "repeated_call", JUDGE_TOOLS, "%s repeated after it had answered", name);
                 break;
             }
         }
     }
+    if (sn != few) free(sn);
     json_array_foreach(json_object_get(x->rec, "events"), i, e) {
         const char *hk = sget(e, "hook"), *d = sget(e, "detail");
         if (!hk || strcmp(hk, "tool_retry") || !d) continue;
@@ -649,7 +665,7 @@ static int check_tools(ctx *x)
     int unrecovered = 0;
     json_array_foreach(gcalls, i, c) {
         const char *fn = sget(c, "function");
-        if (!fn || !harness_tool_by_function(x->h, fn)) { unrecovered = 1; continue; }   /* no tool: cannot be known */
+        if (!fn || !sim_tool_by_function(x->j->s, fn)) { unrecovered = 1; continue; }   /* no tool: cannot be known */
         if (i < 64 && !made[i]) {
             if (budget_left) reason(x, "missing_call", JUDGE_TOOLS, "needed call %s not made", fn);
             unrecovered = 1;
@@ -687,7 +703,7 @@ static void check_skills(ctx *x)
     json_t *f, *c;
     int gold_reply = 0;
     json_array_foreach(gold, i, f) {
-        const json_t *sk = harness_skill_by_function(x->h, json_string_value(f));
+        const json_t *sk = sim_skill_by_function(x->j->s, json_string_value(f));
         if (!sk) continue;                       /* absent from this harness: not required */
         json_array_append(present, f);
         gold_reply |= is_reply_skill(sk);
@@ -698,7 +714,7 @@ static void check_skills(ctx *x)
         const char *o = sget(c, "outcome");
         if (o && !strcmp(o, "unknown_skill")) reason(x, "unknown_skill", JUDGE_SKILLS, "no skill named '%s'", sget(c, "skill"));
         if (!o || strcmp(o, "skill")) continue;
-        const json_t *sk = harness_skill_by_name(x->h, sget(c, "skill"));
+        const json_t *sk = sim_skill_by_name(x->j->s, sget(c, "skill"));
         json_array_append_new(loaded, json_string(sget(c, "function") ? sget(c, "function") : ""));
         reply_loaded |= is_reply_skill(sk);
         const char *fn = sget(c, "function");
@@ -788,6 +804,7 @@ int judge_score(judge *j, const json_t *task, const json_t *harness, const json_
     if (!err) replay(&x, messages, &err);
     if (err) return bad_input(out, err);
     x.rec = sim_record(j->s);
+    x.replayed = 1;
     score(&x);
     return 0;
 }

@@ -20,6 +20,19 @@
 #define SIM_MAX_PATTERNS 32
 #define SIM_MAX_SKILLS 64
 
+/* The tools or skills of the harness in order, with the strings the
+ * lookups compare (NULL where not a string): harness_tool_by_name and the
+ * others without a json_object_get per element and lookup. */
+typedef struct {
+    const json_t *v;
+    const char   *name, *function;
+} named;
+
+typedef struct {
+    named  *e;
+    size_t  n;
+} named_list;
+
 /* Fault texts as an upstream service would say them. */
 static const struct { const char *type, *message; } fault_text[] = {
     { "timeout",           "upstream service timed out" },
@@ -46,7 +59,7 @@ typedef struct {
     size_t      nnum;
 } answer;
 
-#define SIM_ANSWERS 4096          /* slots; the table is emptied when half full */
+#define SIM_ANSWERS 32768         /* slots; the table is emptied when half full */
 
 struct sim {
     const world  *w;
@@ -63,7 +76,9 @@ struct sim {
     const json_t *skill_key[SIM_MAX_SKILLS];
     json_t       *skill_text[SIM_MAX_SKILLS];   /* strings, shared by the messages */
     int           nskill_cache;
+    named_list    htools, hskills;  /* the harness's, for the lookups */
     answer       *answers;        /* world answers under h, by call (see lookup) */
+    size_t       *used;           /* the slots in use, nanswers of them */
     size_t        nanswers;
     sbuf          key;
     /* conversation */
@@ -84,10 +99,10 @@ static void numbers(const char *text, int skip_at, double **v, size_t *n, size_t
 
 static void clear_answers(sim *s)
 {
-    if (!s->nanswers) return;
-    for (size_t i = 0; s->answers && i < SIM_ANSWERS; i++) {
-        answer *a = &s->answers[i];
-        if (!a->key) continue;
+    /* Only the slots in use: a file whose every line brings another
+     * harness clears the table per line. */
+    for (size_t k = 0; k < s->nanswers; k++) {
+        answer *a = &s->answers[s->used[k]];
         free(a->key);
         json_decref(a->result);
         json_decref(a->text);
@@ -98,9 +113,38 @@ static void clear_answers(sim *s)
     s->nanswers = 0;
 }
 
+static void index_list(named_list *l, const json_t *arr)
+{
+    size_t i;
+    json_t *v;
+    l->n = 0;
+    l->e = json_array_size(arr) ? xrealloc(l->e, json_array_size(arr) * sizeof *l->e) : l->e;
+    json_array_foreach(arr, i, v)
+        l->e[l->n++] = (named){ v, json_string_value(json_object_get(v, "name")),
+                                json_string_value(json_object_get(v, "function")) };
+}
+
+/* find_by of harness.c over the index: the first element whose field is
+ * the string want. */
+static const json_t *find_named(const named_list *l, int by_function, const char *want)
+{
+    if (!want) return NULL;
+    for (size_t i = 0; i < l->n; i++) {
+        const char *s = by_function ? l->e[i].function : l->e[i].name;
+        if (s && !strcmp(s, want)) return l->e[i].v;
+    }
+    return NULL;
+}
+
+const json_t *sim_tool_by_name(const sim *s, const char *name) { return find_named(&s->htools, 0, name); }
+const json_t *sim_tool_by_function(const sim *s, const char *fn) { return find_named(&s->htools, 1, fn); }
+const json_t *sim_skill_by_name(const sim *s, const char *name) { return find_named(&s->hskills, 0, name); }
+const json_t *sim_skill_by_function(const sim *s, const char *fn) { return find_named(&s->hskills, 1, fn); }
+
 static void clear_harness(sim *s)
 {
     clear_answers(s);
+    s->htools.n = s->hskills.n = 0;
     for (int i = 0; i < s->npat; i++) pcre2_code_free(s->pat[i]);
     s->npat = 0;
     for (int i = 0; i < s->nskill_cache; i++) json_decref(s->skill_text[i]);
@@ -122,6 +166,8 @@ int sim_set_harness(sim *s, const json_t *h, char **err)
     /* Holding a reference keeps h's address from being reused by another
      * harness while the caches keyed on it are alive. */
     s->h = json_incref((json_t *)h);
+    index_list(&s->htools, json_object_get(h, "tools"));
+    index_list(&s->hskills, json_object_get(h, "skills"));
     s->loader = harness_loader_name(h);
     s->loader_arg = harness_loader_argument(h);
     const json_t *rf = hook(s, "reply_format");
@@ -201,6 +247,9 @@ void sim_free(sim *s)
     end_conversation(s);
     clear_harness(s);
     free(s->answers);
+    free(s->used);
+    free(s->htools.e);
+    free(s->hskills.e);
     sbuf_free(&s->key);
     pcre2_match_data_free(s->md);
     free(s->evnum);
@@ -231,17 +280,17 @@ json_t *sim_begin(sim *s, const json_t *task)
     s->replies = json_array();
     s->evidence = json_array();
     s->rec = json_object();
-    json_object_set(s->rec, "task_id", json_object_get(task, "id"));
-    json_object_set_new(s->rec, "turns", json_integer(0));
-    json_object_set_new(s->rec, "tool_calls", json_integer(0));
-    json_object_set_new(s->rec, "accepted", json_false());
-    json_object_set_new(s->rec, "reply", json_null());
-    json_object_set_new(s->rec, "calls", s->calls);
-    json_object_set_new(s->rec, "skills", s->skills);
-    json_object_set_new(s->rec, "faults", s->faults);
-    json_object_set_new(s->rec, "events", s->events);
-    json_object_set_new(s->rec, "replies", s->replies);
-    json_object_set_new(s->rec, "evidence", s->evidence);
+    json_object_set_nocheck(s->rec, "task_id", json_object_get(task, "id"));
+    json_object_set_new_nocheck(s->rec, "turns", json_integer(0));
+    json_object_set_new_nocheck(s->rec, "tool_calls", json_integer(0));
+    json_object_set_new_nocheck(s->rec, "accepted", json_false());
+    json_object_set_new_nocheck(s->rec, "reply", json_null());
+    json_object_set_new_nocheck(s->rec, "calls", s->calls);
+    json_object_set_new_nocheck(s->rec, "skills", s->skills);
+    json_object_set_new_nocheck(s->rec, "faults", s->faults);
+    json_object_set_new_nocheck(s->rec, "events", s->events);
+    json_object_set_new_nocheck(s->rec, "replies", s->replies);
+    json_object_set_new_nocheck(s->rec, "evidence", s->evidence);
 
     const json_t *tf = json_object_get(task, "faults");
     s->nfaults = json_array_size(tf);
@@ -268,7 +317,9 @@ json_t *sim_begin(sim *s, const json_t *task)
     numbers(s->viewer_text, 0, &s->evnum, &s->nev, &s->cev);
     sbuf b;
     sbuf_init(&b);
-    sbuf_printf(&b, "%s: %s", nick ? nick : "viewer", s->viewer_text);
+    sbuf_puts(&b, nick ? nick : "viewer");
+    sbuf_add(&b, ": ", 2);
+    sbuf_puts(&b, s->viewer_text);
     int flagged = 0;
     for (int k = 0; k < s->npat && !flagged; k++)
         flagged = pcre2_match(s->pat[k], (PCRE2_SPTR)s->viewer_text, PCRE2_ZERO_TERMINATED, 0, 0, s->md, NULL) >= 0;
@@ -280,7 +331,7 @@ json_t *sim_begin(sim *s, const json_t *task)
     json_t *m = json_object();
     json_object_set_new_nocheck(m, "role", json_string_nocheck("user"));
     json_object_set_new_nocheck(m, "content", json_string(b.s));
-    if (flagged) json_object_set_new(m, "hook", json_string("input_check"));
+    if (flagged) json_object_set_new_nocheck(m, "hook", json_string("input_check"));
     sbuf_free(&b);
     return m;
 }
@@ -288,7 +339,7 @@ json_t *sim_begin(sim *s, const json_t *task)
 void sim_turn(sim *s)
 {
     s->turns++;
-    json_object_set_new(s->rec, "turns", json_integer(s->turns));
+    json_object_set_new_nocheck(s->rec, "turns", json_integer(s->turns));
 }
 
 /* ---- argument validation ------------------------------------------------ */
@@ -390,6 +441,19 @@ static int same_entity(const world *w, const char *key, const json_t *a, const j
     return json_equal(a, b);
 }
 
+/* The product a call's arguments name, resolved at most once per
+ * gold_index (the world is read-only). */
+typedef struct { const json_t *p; int done; } resolved;
+
+static const json_t *args_product(const world *w, const json_t *args, resolved *r)
+{
+    if (!r->done) {
+        r->p = world_find_product(w, json_string_value(json_object_get(args, "product")));
+        r->done = 1;
+    }
+    return r->p;
+}
+
 /* Index of the gold call this call stands for, or -1: the gold call with
  * the same function and the same arguments (entities resolved through the
  * world), else the first with the same function and the same product or
@@ -400,22 +464,32 @@ static long gold_index(const sim *s, const char *function, const json_t *args)
     long loose = -1;
     size_t i;
     json_t *c;
+    resolved ap_res = { NULL, 0 };
     json_array_foreach(calls, i, c) {
         const char *f = json_string_value(json_object_get(c, "function"));
         if (!f || strcmp(f, function)) continue;
         const json_t *ga = json_object_get(c, "arguments");
         int ok = 1;
         static const char *keys[] = { "product", "order_id" };
-        for (int k = 0; k < 2; k++)
-            if (json_object_get(ga, keys[k])) ok &= same_entity(s->w, keys[k], json_object_get(ga, keys[k]), json_object_get(args, keys[k]));
+        const json_t *gp = json_object_get(ga, keys[0]), *ap = json_object_get(args, keys[0]);
+        if (gp) {       /* same_entity for the product, the call's side resolved once */
+            const json_t *pg = ap ? world_find_product(s->w, json_string_value(gp)) : NULL;
+            ok = pg && pg == args_product(s->w, args, &ap_res);
+        }
+        if (ok && json_object_get(ga, keys[1]))
+            ok = same_entity(s->w, keys[1], json_object_get(ga, keys[1]), json_object_get(args, keys[1]));
         if (!ok) continue;
         int exact = json_object_size(ga) == json_object_size(args);
         const char *k;
         json_t *v;
         json_object_foreach((json_t *)ga, k, v) {
+            /* product and order_id were found equal above; the checks
+             * have no side effects, so the first difference decides. */
+            if (!exact) break;
+            if (!strcmp(k, keys[0]) || !strcmp(k, keys[1])) continue;
             const json_t *a = json_object_get(args, k);
             if (!strcmp(k, "variant") && a) {
-                const json_t *p = world_find_product(s->w, json_string_value(json_object_get(args, "product")));
+                const json_t *p = args_product(s->w, args, &ap_res);
                 exact &= p && world_variant(p, json_string_value(a)) == world_variant(p, json_string_value(v));
             } else exact &= same_entity(s->w, k, v, a);
         }
@@ -434,8 +508,8 @@ static const char *inject(sim *s, long gold, json_t *callrec)
         if (json_integer_value(json_object_get(f, "call")) != gold) continue;
         json_t *fr = json_array_get(s->faults, i);
         long a = ++s->attempts[i];
-        json_object_set_new(fr, "attempts", json_integer(a));
-        json_object_set_new(callrec, "attempt", json_integer(a));
+        json_object_set_new_nocheck(fr, "attempts", json_integer(a));
+        json_object_set_new_nocheck(callrec, "attempt", json_integer(a));
         const char *type = json_string_value(json_object_get(f, "type"));
         long times = (long)json_integer_value(json_object_get(f, "times"));
         int retryable = json_is_true(json_object_get(fr, "retryable"));
@@ -450,7 +524,7 @@ static const char *inject(sim *s, long gold, json_t *callrec)
             if (a > 1) event(s, "tool_retry", "detail", json_string("retry_not_allowed"));
         }
         if (fail) {
-            json_object_set_new(fr, "failed", json_integer(json_integer_value(json_object_get(fr, "failed")) + 1));
+            json_object_set_new_nocheck(fr, "failed", json_integer(json_integer_value(json_object_get(fr, "failed")) + 1));
             return type ? type : "server_error";
         }
         return NULL;
@@ -479,30 +553,45 @@ static json_t *tool_msg_json(const char *name, json_t *content, const char *hook
     json_object_set_new_nocheck(m, "role", json_string_nocheck("tool"));
     json_object_set_new_nocheck(m, "name", n);
     json_object_set_new_nocheck(m, "content", content);
-    if (hookname) json_object_set_new(m, "hook", json_string(hookname));
+    if (hookname) json_object_set_new_nocheck(m, "hook", json_string(hookname));
     return m;
 }
 
-static json_t *tool_msg(const char *name, const char *content, const char *hookname)
+/* A tool message in parts, before (or instead of) its object: the name
+ * it carries, the content string (a reference; NULL when the text was
+ * not UTF-8) and the hook. */
+typedef struct {
+    const char *name;
+    json_t     *content;
+    const char *hook;
+} tool_reply;
+
+static void tool_parts(tool_reply *r, const char *name, json_t *content, const char *hookname)
 {
-    return tool_msg_json(name, content ? json_string(content) : NULL, hookname);
+    r->name = name;
+    r->content = content;
+    r->hook = hookname;
 }
 
-static json_t *refuse(sim *s, const char *name, const char *error, json_t *callrec, const char *outcome)
+static void tool_text(tool_reply *r, const char *name, const char *content, const char *hookname)
+{
+    tool_parts(r, name, content ? json_string(content) : NULL, hookname);
+}
+
+static void refuse(sim *s, const char *name, const char *error, json_t *callrec, const char *outcome, tool_reply *r)
 {
     json_t *vars = json_pack("{s:s,s:s}", "tool", name, "error", error);
     char *text = harness_hook_message(s->h, "tool_args_check", "message", vars);
     json_decref(vars);
     if (!text) text = xasprintf("Invalid arguments for %s: %s", name, error);
-    json_object_set_new(callrec, "outcome", json_string(outcome));
-    json_object_set_new(callrec, "error", json_string(error));
+    json_object_set_new_nocheck(callrec, "outcome", json_string(outcome));
+    json_object_set_new_nocheck(callrec, "error", json_string(error));
     event(s, "tool_args_check", "error", json_string(error));
-    json_t *m = tool_msg(name, text, "tool_args_check");
+    tool_text(r, name, text, "tool_args_check");
     free(text);
-    return m;
 }
 
-static json_t *load_skill(sim *s, const json_t *args, json_t *callrec)
+static void load_skill(sim *s, const json_t *args, json_t *callrec, tool_reply *r)
 {
     const char *name = s->loader;
     if (!json_is_object(args) || json_object_size(args) != 1 || !json_is_string(json_object_get(args, s->loader_arg))) {
@@ -510,30 +599,30 @@ static json_t *load_skill(sim *s, const json_t *args, json_t *callrec)
                   : !json_object_get(args, s->loader_arg) ? xasprintf("missing required argument '%s'", s->loader_arg)
                   : !json_is_string(json_object_get(args, s->loader_arg)) ? xasprintf("argument '%s' must be a string", s->loader_arg)
                   : xstrdup("only one argument is allowed");
-        json_t *m = refuse(s, name, e, callrec, "invalid");
+        refuse(s, name, e, callrec, "invalid", r);
         free(e);
-        return m;
+        return;
     }
     const char *want = json_string_value(json_object_get(args, s->loader_arg));
-    const json_t *sk = harness_skill_by_name(s->h, want);
-    json_object_set_new(callrec, "skill", json_string(want));
+    const json_t *sk = sim_skill_by_name(s, want);
+    json_object_set_new_nocheck(callrec, "skill", json_string(want));
     if (!sk) {
         char *msg = xasprintf("no skill named '%s'", want);
         char *text = harness_format_error(s->h, name, "empty", msg);
-        json_object_set_new(callrec, "outcome", json_string("unknown_skill"));
+        json_object_set_new_nocheck(callrec, "outcome", json_string("unknown_skill"));
         event(s, "skill_loader", "error", json_string(msg));
-        json_t *m = tool_msg(name, text, NULL);
+        tool_text(r, name, text, NULL);
         free(msg);
         free(text);
-        return m;
+        return;
     }
     const char *fn = json_string_value(json_object_get(sk, "function"));
     const char *kind = json_string_value(json_object_get(sk, "kind"));
-    json_object_set_new(callrec, "outcome", json_string("skill"));
-    json_object_set_new(callrec, "function", json_string(fn ? fn : ""));
+    json_object_set_new_nocheck(callrec, "outcome", json_string("skill"));
+    json_object_set_new_nocheck(callrec, "function", json_string(fn ? fn : ""));
     json_array_append_new(s->skills, json_string(fn ? fn : ""));
     if (kind && !strcmp(kind, "reply")) s->reply_loaded = 1;
-    return tool_msg_json(name, skill_text(s, sk), NULL);
+    tool_parts(r, name, skill_text(s, sk), NULL);
 }
 
 const json_t *sim_last_result(const sim *s) { return s->last_result; }
@@ -611,7 +700,10 @@ static const answer *world_answer(sim *s, const char *name, const char *fn, cons
     sbuf_add(&s->key, fn ? fn : "", strlen(fn ? fn : "") + 1);
     key_value(&s->key, args);
     uint64_t hv = hash_bytes(s->key.s, s->key.len);
-    if (!s->answers) s->answers = xcalloc(SIM_ANSWERS, sizeof *s->answers);
+    if (!s->answers) {
+        s->answers = xcalloc(SIM_ANSWERS, sizeof *s->answers);
+        s->used = xmalloc(SIM_ANSWERS / 2 * sizeof *s->used);
+    }
     size_t i = hv & (SIM_ANSWERS - 1);
     for (answer *a; (a = &s->answers[i])->key; i = (i + 1) & (SIM_ANSWERS - 1))
         if (a->hash == hv && a->klen == s->key.len && !memcmp(a->key, s->key.s, a->klen)) return a;
@@ -643,12 +735,13 @@ static const answer *world_answer(sim *s, const char *name, const char *fn, cons
     size_t cap = 0;
     numbers(text, 0, &a->num, &a->nnum, &cap);
     free(text);
-    s->nanswers++;
+    s->used[s->nanswers++] = i;
     return a;
 }
 
 
-json_t *sim_tool_call(sim *s, const char *name, const json_t *arguments)
+/* One tool call, its message in parts (sim_tool_call, sim_tool_content). */
+static void tool_call(sim *s, const char *name, const json_t *arguments, tool_reply *r)
 {
     json_t *parsed = NULL;
     json_decref(s->last_result);
@@ -664,53 +757,52 @@ json_t *sim_tool_call(sim *s, const char *name, const json_t *arguments)
     json_object_set_new_nocheck(callrec, "function", json_null());
     json_object_set_nocheck(callrec, "arguments", arguments ? (json_t *)arguments : json_null());
     json_array_append_new(s->calls, callrec);
-    json_t *m;
     if (s->loader && !strcmp(name, s->loader)) {
-        m = load_skill(s, arguments, callrec);
+        load_skill(s, arguments, callrec, r);
         json_decref(parsed);
-        return m;
+        return;
     }
     s->tool_calls++;
-    json_object_set_new(s->rec, "tool_calls", json_integer(s->tool_calls));
-    const json_t *tool = harness_tool_by_name(s->h, name);
+    json_object_set_new_nocheck(s->rec, "tool_calls", json_integer(s->tool_calls));
+    const json_t *tool = sim_tool_by_name(s, name);
     if (!tool) {
         char *e = xasprintf("no tool named '%s'", name);
-        m = refuse(s, name, e, callrec, "unknown_tool");
+        refuse(s, name, e, callrec, "unknown_tool", r);
         free(e);
         json_decref(parsed);
-        return m;
+        return;
     }
     const char *fn = json_string_value(json_object_get(tool, "function"));
-    json_object_set_new(callrec, "function", json_string(fn ? fn : ""));
+    json_object_set_new_nocheck(callrec, "function", json_string(fn ? fn : ""));
     const json_t *schema = json_object_get(tool, "parameters");
     char *err = parsed || !json_is_string(arguments) ? validate(schema, arguments)
                                                      : xstrdup("arguments are not valid JSON");
     if (err) {
-        m = refuse(s, name, err, callrec, "invalid");
+        refuse(s, name, err, callrec, "invalid", r);
         free(err);
         json_decref(parsed);
-        return m;
+        return;
     }
     json_t *args = by_function(schema, arguments);
-    json_object_set(callrec, "args", args);
+    json_object_set_nocheck(callrec, "args", args);
     long gold = gold_index(s, fn, args);
-    json_object_set_new(callrec, "gold", json_integer(gold));
+    json_object_set_new_nocheck(callrec, "gold", json_integer(gold));
     const char *fault = gold >= 0 ? inject(s, gold, callrec) : NULL;
     if (fault) {
         char *f = harness_format_error(s->h, name, fault, fault_message(fault));
         char *text = harness_wrap_error(s->h, f);
         free(f);
-        json_object_set_new(callrec, "outcome", json_string("fault"));
-        json_object_set_new(callrec, "fault", json_string(fault));
+        json_object_set_new_nocheck(callrec, "outcome", json_string("fault"));
+        json_object_set_new_nocheck(callrec, "fault", json_string(fault));
         json_array_append_new(s->evidence, json_string(text));
         numbers(text, 0, &s->evnum, &s->nev, &s->cev);
-        m = tool_msg(name, text, NULL);
+        tool_text(r, name, text, NULL);
         free(text);
     } else {
         const answer *an = world_answer(s, name, fn, args);
-        json_object_set_new(callrec, "outcome", json_string(an->ok ? "ok" : "error"));
+        json_object_set_new_nocheck(callrec, "outcome", json_string(an->ok ? "ok" : "error"));
         if (an->ok) s->last_result = json_incref(an->result);
-        else json_object_set_new(callrec, "error", json_string(an->error));
+        else json_object_set_new_nocheck(callrec, "error", json_string(an->error));
         json_array_append(s->evidence, an->text);
         if (s->nev + an->nnum > s->cev) {
             while (s->nev + an->nnum > s->cev) s->cev = s->cev ? s->cev * 2 : 16;
@@ -718,11 +810,39 @@ json_t *sim_tool_call(sim *s, const char *name, const json_t *arguments)
         }
         if (an->nnum) memcpy(s->evnum + s->nev, an->num, an->nnum * sizeof *an->num);
         s->nev += an->nnum;
-        m = tool_msg_json(name, json_incref(an->text), NULL);
+        tool_parts(r, name, json_incref(an->text), NULL);
     }
     json_decref(args);
     json_decref(parsed);
-    return m;
+}
+
+json_t *sim_tool_call(sim *s, const char *name, const json_t *arguments)
+{
+    tool_reply r;
+    tool_call(s, name, arguments, &r);
+    return tool_msg_json(r.name, r.content, r.hook);
+}
+
+json_t *sim_tool_content(sim *s, const char *name, const json_t *arguments, const char **hookname)
+{
+    tool_reply r;
+    tool_call(s, name, arguments, &r);
+    /* NULL exactly where tool_msg_json gives no message: no content, or
+     * a name that is not UTF-8 (an ASCII one always is) */
+    int named = r.name != NULL;
+    for (const unsigned char *p = (const unsigned char *)r.name; named && *p; p++)
+        if (*p >= 0x80) {
+            json_t *n = json_string(r.name);
+            named = n != NULL;
+            json_decref(n);
+            break;
+        }
+    if (!named || !r.content) {
+        json_decref(r.content);
+        return NULL;
+    }
+    *hookname = r.hook;
+    return r.content;
 }
 
 /* ---- reply measures ------------------------------------------------------------ */
@@ -747,6 +867,25 @@ static int is_emoji(utf8proc_int32_t c)
         || (c >= 0x1F000 && c <= 0x1F2FF) || (c >= 0x2600 && c <= 0x27BF)
         || c == 0x2B50 || c == 0x2B55 || c == 0x2B06 || c == 0x2B07 || c == 0x2B1B || c == 0x2B1C
         || c == 0x203C || c == 0x2049 || c == 0x3030 || c == 0x303D;
+}
+
+void sim_count_measures(const char *text, long *chars, long *emoji)
+{
+    /* sim_count_chars and sim_count_emoji in one walk: both stop at the
+     * same place (the first invalid sequence or the NUL). */
+    long n = 0, e = 0;
+    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)text;
+    utf8proc_int32_t c, prev = 0;
+    for (;;) {
+        utf8proc_ssize_t k = utf8proc_iterate(p, -1, &c);
+        if (k <= 0 || c == 0) break;
+        p += k;
+        n++;
+        if (is_emoji(c) && prev != 0x200D) e++;
+        prev = c;
+    }
+    *chars = n;
+    *emoji = e;
 }
 
 long sim_count_emoji(const char *text)
@@ -874,8 +1013,10 @@ char *sim_unsupported_value(const char *reply, const json_t *evidence, const cha
     return NULL;
 }
 
-/* As sim_unsupported_value, with the evidence numbers cached in s. */
-static char *unsupported(sim *s, const char *reply)
+/* As sim_unsupported_value, with the evidence numbers cached in s: the
+ * viewer text's, then each evidence text's as it was added (every text
+ * appended to s->evidence has its numbers appended to s->evnum). */
+char *sim_unsupported(sim *s, const char *reply)
 {
     double *rv = NULL;
     size_t rn = 0, rc = 0;
@@ -937,7 +1078,8 @@ static const char *reply_checks(sim *s, const char *text, json_t *fails, json_t 
     }
     char *ferr = NULL;
     if (s->has_max_chars || s->has_max_emoji) {
-        long nc = sim_count_chars(text), ne = sim_count_emoji(text);
+        long nc, ne;
+        sim_count_measures(text, &nc, &ne);
         if (s->has_max_chars && nc > (long)s->max_chars)
             ferr = xasprintf("%ld characters, at most %g allowed", nc, s->max_chars);
         else if (s->has_max_emoji && ne > (long)s->max_emoji)
@@ -949,7 +1091,7 @@ static const char *reply_checks(sim *s, const char *text, json_t *fails, json_t 
         FAIL("reply_format", "message");
     }
     if (hook(s, "factual_risk")) {
-        char *v = unsupported(s, text);
+        char *v = sim_unsupported(s, text);
         if (v) {
             vars = json_pack("{s:s}", "value", v);
             free(v);
@@ -973,10 +1115,19 @@ json_t *sim_reply(sim *s, const char *text)
     size_t i;
     json_t *f;
     json_array_foreach(fails, i, f) event(s, json_string_value(f), "reply", json_integer((json_int_t)json_array_size(s->replies)));
-    json_array_append_new(s->replies, json_pack("{s:s,s:b,s:o}", "text", text, "accepted", first == NULL, "hooks", fails));
+    /* {"text","accepted","hooks"}, or nothing where json_pack would
+     * have failed (text not UTF-8) */
+    json_t *t = json_string(text), *r = NULL;
+    if (t) {
+        r = json_object();
+        json_object_set_new_nocheck(r, "text", t);
+        json_object_set_new_nocheck(r, "accepted", json_boolean(first == NULL));
+        json_object_set_new_nocheck(r, "hooks", fails);
+    } else json_decref(fails);
+    json_array_append_new(s->replies, r);
     if (!first) {
-        json_object_set_new(s->rec, "accepted", json_true());
-        json_object_set_new(s->rec, "reply", json_string(text));
+        json_object_set_new_nocheck(s->rec, "accepted", json_true());
+        json_object_set_new_nocheck(s->rec, "reply", json_string(text));
     }
     return first;
 }

@@ -53,6 +53,12 @@ void    sim_free(sim *s);
  * (malloc'd) when a pattern does not compile. */
 int     sim_set_harness(sim *s, const json_t *h, char **err);
 const json_t *sim_harness(const sim *s);
+/* harness_tool_by_name(sim_harness(s), name) and the other lookups of
+ * harness.h, from an index sim_set_harness made (NULL without a harness). */
+const json_t *sim_tool_by_name(const sim *s, const char *name);
+const json_t *sim_tool_by_function(const sim *s, const char *function);
+const json_t *sim_skill_by_name(const sim *s, const char *name);
+const json_t *sim_skill_by_function(const sim *s, const char *function);
 const world  *sim_world(const sim *s);
 
 /* Start a conversation for task (borrowed while the conversation runs).
@@ -69,6 +75,11 @@ void    sim_turn(sim *s);
  * a world answer) is one string object shared by every message that
  * carries it: strings are never changed in place. */
 json_t *sim_tool_call(sim *s, const char *name, const json_t *arguments);
+/* sim_tool_call without the message object: its "content" (a new
+ * reference to the string) and in *hook its "hook" (NULL when it has
+ * none); NULL where sim_tool_call returns NULL.  For the judge's replay,
+ * which only compares them with the file's. */
+json_t *sim_tool_content(sim *s, const char *name, const json_t *arguments, const char **hook);
 /* The result object the last sim_tool_call wrapped in its envelope, or
  * NULL when it failed or was not a tool (borrowed; valid until the next
  * call).  Policies may read it instead of unwrapping the text. */
@@ -104,10 +115,16 @@ int     sim_fault_recoverable(const json_t *h, const json_t *fault);
 /* Reply measures shared with the judge: Unicode characters, emoji. */
 long    sim_count_chars(const char *text);
 long    sim_count_emoji(const char *text);
+/* Both at once. */
+void    sim_count_measures(const char *text, long *chars, long *emoji);
 /* The first number or coupon code in reply that appears neither in the
  * evidence texts nor in the viewer's text; NULL when all are supported.
  * @mentions are skipped.  Returned string is malloc'd. */
 char   *sim_unsupported_value(const char *reply, const json_t *evidence, const char *viewer_text);
+/* sim_unsupported_value(reply, evidence of sim_record(s), viewer text of
+ * the task), from the evidence numbers s keeps as it goes: the same
+ * answer without reading the evidence texts again. */
+char   *sim_unsupported(sim *s, const char *reply);
 /* The first term of banned (array of strings) found in text as a whole
  * word, case-insensitively; NULL when none. */
 const char *sim_banned_term(const char *text, const json_t *banned);
