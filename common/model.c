@@ -475,8 +475,7 @@ static void block_forward(model *m, const block_weights *w, block_acts *a, const
     matmul_forward(a->res_out, a->act, w->wdown, N, I, C, 1.0f);
 }
 
-/* Sum of losses in row order (deterministic) and the count of targets. */
-static double sum_losses(const float *losses, const int *targets, int N, long *count)
+double model_sum_losses(const float *losses, const int *targets, int N, long *count)
 {
     double s = 0;
     long n = 0;
@@ -508,7 +507,7 @@ static void mtp_forward(model *m, const float *h)
     rmsnorm_forward(m->mtp_lnf, m->mtp_lnf_rstd, m->mtp_la.res_out, m->w.norm, N, C, c->rms_norm_eps);
     matmul_forward(m->mtp_logits, m->mtp_lnf, m->w.lm_head, N, C, V, 0);
     crossentropy_forward(m->mtp_losses, m->mtp_lse, m->mtp_logits, m->mtp_targets, N, V);
-    m->mtp_loss_sum = sum_losses(m->mtp_losses, m->mtp_targets, N, &m->n_mtp_targets);
+    m->mtp_loss_sum = model_sum_losses(m->mtp_losses, m->mtp_targets, N, &m->n_mtp_targets);
 }
 
 float model_forward(model *m, const int *tokens, const int *targets, int B, int T)
@@ -527,7 +526,7 @@ float model_forward(model *m, const int *tokens, const int *targets, int B, int 
     rmsnorm_forward(m->lnf, m->lnf_rstd, x, m->w.norm, N, C, c->rms_norm_eps);
     matmul_forward(m->logits, m->lnf, m->w.lm_head, N, C, V, 0);
     crossentropy_forward(m->losses, m->lse, m->logits, m->targets, N, V);
-    m->loss_sum = sum_losses(m->losses, m->targets, N, &m->n_targets);
+    m->loss_sum = model_sum_losses(m->losses, m->targets, N, &m->n_targets);
     double loss = m->n_targets ? m->loss_sum / m->n_targets : 0;
     m->mtp_loss_sum = 0;
     m->n_mtp_targets = 0;

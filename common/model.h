@@ -176,6 +176,10 @@ void   model_backward_dlogits(model *m, const float *dlogits);
  * two never add up in the peak memory. */
 void   model_release_acts(model *m);
 
+/* Sum of the per-row losses whose target is counted (>= 0), in row
+ * order (deterministic), and the count of those targets. */
+double model_sum_losses(const float *losses, const int *targets, int N, long *count);
+
 /* RoPE tables covering positions [0, P). */
 void   model_rope_ensure(model *m, int P);
 

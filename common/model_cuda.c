@@ -430,17 +430,6 @@ static void block_forward(model_cuda *d, const block_weights *w, dblock *a, cons
     mm_fwd(d, a->res_out, a->act, W(d, w->wdown), N, I, C, 1.0f);
 }
 
-/* model.c's sum_losses, on the downloaded per-row losses. */
-static double sum_losses(const float *losses, const int *targets, int N, long *count)
-{
-    double s = 0;
-    long n = 0;
-    for (int i = 0; i < N; i++)
-        if (targets[i] >= 0) { s += losses[i]; n++; }
-    *count = n;
-    return s;
-}
-
 static void trunk_forward(model_cuda *d)
 {
     const model_config *c = &d->m->cfg;
@@ -480,7 +469,7 @@ static void mtp_forward(model_cuda *d, const void *h)
     mm_fwd(d, P->mtp_logits, P->mtp_lnf, W(d, d->w.lm_head), N, C, V, 0);
     ce_fwd(d, P->mtp_losses, P->mtp_lse, P->mtp_logits, P->mtp_targets, N, V);
     device_download(P->h_losses, P->mtp_losses, (size_t)N * sizeof(float));
-    d->mtp_loss_sum = sum_losses(P->h_losses, P->h_mtp_targets, N, &d->n_mtp_targets);
+    d->mtp_loss_sum = model_sum_losses(P->h_losses, P->h_mtp_targets, N, &d->n_mtp_targets);
 }
 
 float model_cuda_forward(model_cuda *d, const int *tokens, const int *targets, int B, int T)
@@ -494,7 +483,7 @@ float model_cuda_forward(model_cuda *d, const int *tokens, const int *targets, i
     trunk_forward(d);
     ce_fwd(d, P->losses, P->lse, P->logits, P->targets, N, V);
     device_download(P->h_losses, P->losses, (size_t)N * sizeof(float));
-    d->loss_sum = sum_losses(P->h_losses, P->h_targets, N, &d->n_targets);
+    d->loss_sum = model_sum_losses(P->h_losses, P->h_targets, N, &d->n_targets);
     double loss = d->n_targets ? d->loss_sum / d->n_targets : 0;
     d->mtp_loss_sum = 0;
     d->n_mtp_targets = 0;

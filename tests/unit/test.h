@@ -34,6 +34,17 @@ static int t_failed_here, t_pass, t_fail;
 #define TEST_MAIN_END() return t_fail ? 1 : 0
 
 /* A scratch directory per test binary, under tests/out (or $TMPDIR). */
+/* Largest |a - b| over the array relative to the reference's largest |b|. */
+static inline double test_rel_err(const float *a, const float *b, size_t n)
+{
+    double e = 0, mx = 0;
+    for (size_t i = 0; i < n; i++) {
+        e = fmax(e, fabs((double)a[i] - b[i]));
+        mx = fmax(mx, fabs((double)b[i]));
+    }
+    return e / fmax(mx, 1e-30);
+}
+
 static inline const char *test_tmpdir(void)
 {
     static char dir[512];

@@ -30,16 +30,6 @@
 #include "cuda/kernels_cuda.h"
 #endif
 
-static double rel_err(const float *a, const float *b, size_t n)
-{
-    double e = 0, mx = 0;
-    for (size_t i = 0; i < n; i++) {
-        e = fmax(e, fabs((double)a[i] - b[i]));
-        mx = fmax(mx, fabs((double)b[i]));
-    }
-    return e / fmax(mx, 1e-30);
-}
-
 static float *randv(size_t n, rng_t *r, float lo, float hi)
 {
     float *p = xmalloc(n * sizeof(float));
@@ -113,7 +103,7 @@ static void gemm_mapping_matches_row_major(void)
             CHECK_EQ_INT(c.a_is_rm_b, 1);
             cblas_sgemm(CblasColMajor, c.ta ? CblasTrans : CblasNoTrans, c.tb ? CblasTrans : CblasNoTrans,
                         c.m, c.n, c.k, 0.5f, B, c.lda, A, c.ldb, 0.25f, C1, c.ldc);
-            CHECK(rel_err(C1, C0, (size_t)M * g.ldc) < 1e-6);
+            CHECK(test_rel_err(C1, C0, (size_t)M * g.ldc) < 1e-6);
             free(A); free(B); free(C0); free(C1);
         }
 }
@@ -194,18 +184,18 @@ static void attention_plan_matches_reference(void)
         att_exec e = { cpu_att_gemm, cpu_att_softmax_fwd, cpu_att_softmax_bwd, &x };
         att_plan_forward(&x.d, &e);
         attention_forward_ref(o1, att, q, k, v, B, T, H, KV, D);
-        CHECK(rel_err(o0, o1, nq) < 1e-5);
+        CHECK(test_rel_err(o0, o1, nq) < 1e-5);
         attention_forward(o1, lse_cpu, scr, q, k, v, B, T, H, KV, D);
-        CHECK(rel_err(lse, lse_cpu, (size_t)B * H * T) < 1e-5);
+        CHECK(test_rel_err(lse, lse_cpu, (size_t)B * H * T) < 1e-5);
         float *dq0 = randv(nq, &r, -1, 1), *dq1 = copyv(dq0, nq);
         float *dk0 = randv(nk, &r, -1, 1), *dk1 = copyv(dk0, nk);
         float *dv0 = randv(nk, &r, -1, 1), *dv1 = copyv(dv0, nk);
         x.buf[ATT_DQ] = dq0; x.buf[ATT_DK] = dk0; x.buf[ATT_DV] = dv0;
         att_plan_backward(&x.d, &e);
         attention_backward_ref(dq1, dk1, dv1, datt, go, att, q, k, v, B, T, H, KV, D);
-        CHECK(rel_err(dq0, dq1, nq) < 1e-5);
-        CHECK(rel_err(dk0, dk1, nk) < 1e-5);
-        CHECK(rel_err(dv0, dv1, nk) < 1e-5);
+        CHECK(test_rel_err(dq0, dq1, nq) < 1e-5);
+        CHECK(test_rel_err(dk0, dk1, nk) < 1e-5);
+        CHECK(test_rel_err(dv0, dv1, nk) < 1e-5);
         /* the scratch the GPU asks for holds the plan's buffers */
         CHECK(att_scratch_floats(B, T, H) >= 4 * tt + 6 * (size_t)B * H);
         for (int b = ATT_S; b <= ATT_DS; b++) free(x.buf[b]);
@@ -328,13 +318,13 @@ static void gpu_matmul(void)
         matmul_forward_ref(y_, x, w, N, C, OC, 1.0f);
         cuda_matmul_forward(Y, X, W, N, C, OC, 1.0f);
         float *got = down(Y, ny);
-        CHECK(rel_err(got, y_, ny) < TOL32);
+        CHECK(test_rel_err(got, y_, ny) < TOL32);
         dx_ = copyv(dx, nx), dw_ = copyv(dw, nw);
         matmul_backward_ref(dx_, dw_, y_, x, w, N, C, OC);
         cuda_matmul_backward(DX, DW, Y, X, W, N, C, OC);
         float *gdx = down(DX, nx), *gdw = down(DW, nw);
-        CHECK(rel_err(gdx, dx_, nx) < TOL32);
-        CHECK(rel_err(gdw, dw_, nw) < TOL32);
+        CHECK(test_rel_err(gdx, dx_, nx) < TOL32);
+        CHECK(test_rel_err(gdw, dw_, nw) < TOL32);
         free(got); free(gdx); free(gdw); free(y_); free(dx_); free(dw_);
         device_free(X); device_free(W); device_free(Y); device_free(DX); device_free(DW);
         /* bf16: beta 0 forward; dinp bf16 accumulates; dw fp32 accumulates */
@@ -345,14 +335,14 @@ static void gpu_matmul(void)
         matmul_forward_ref(y_, x, w, N, C, OC, 0.0f);
         cuda_matmul_forward_bf16(Y16, X16, W16, N, C, OC, 0.0f);
         got = down16(Y16, ny);
-        CHECK(rel_err(got, y_, ny) < TOL16);
+        CHECK(test_rel_err(got, y_, ny) < TOL16);
         /* the gradient flowing back is the bf16 output itself */
         dx_ = copyv(dx, nx), dw_ = copyv(dw, nw);
         matmul_backward_ref(dx_, dw_, got, x, w, N, C, OC);
         cuda_matmul_backward_bf16(DX16, DW32, Y16, X16, W16, N, C, OC);
         gdx = down16(DX16, nx), gdw = down(DW32, nw);
-        CHECK(rel_err(gdx, dx_, nx) < TOL16);
-        CHECK(rel_err(gdw, dw_, nw) < 1e-3);   /* fp32 accumulation of bf16 products */
+        CHECK(test_rel_err(gdx, dx_, nx) < TOL16);
+        CHECK(test_rel_err(gdw, dw_, nw) < 1e-3);   /* fp32 accumulation of bf16 products */
         free(got); free(gdx); free(gdw); free(y_); free(dx_); free(dw_);
         device_free(X16); device_free(W16); device_free(Y16); device_free(DX16); device_free(DW32);
         free(x); free(w); free(y); free(dx); free(dw);
@@ -377,10 +367,10 @@ static void gpu_rmsnorm(void)
         cuda_rmsnorm_forward(Y, RS, X, W, N, C, 1e-6f);
         cuda_rmsnorm_backward(DX, DW, DY, X, W, RS, N, C);
         float *gy = down(Y, n), *grs = down(RS, N), *gdx = down(DX, n), *gdw = down(DW, C);
-        CHECK(rel_err(gy, y_, n) < TOL32);
-        CHECK(rel_err(grs, rs_, N) < TOL32);
-        CHECK(rel_err(gdx, dx_, n) < TOL32);
-        CHECK(rel_err(gdw, dw_, C) < TOL32);
+        CHECK(test_rel_err(gy, y_, n) < TOL32);
+        CHECK(test_rel_err(grs, rs_, N) < TOL32);
+        CHECK(test_rel_err(gdx, dx_, n) < TOL32);
+        CHECK(test_rel_err(gdw, dw_, C) < TOL32);
         /* deterministic: the same dw bits again */
         device_upload(DW, dw, C * 4);
         cuda_rmsnorm_backward(DX, DW, DY, X, W, RS, N, C);
@@ -404,10 +394,10 @@ static void gpu_rmsnorm(void)
         cuda_rmsnorm_forward_bf16(Y16, RS, X16, W16, N, C, 1e-6f);
         cuda_rmsnorm_backward_bf16(DX16, DW, DY16, X16, W16, RS, N, C);
         gy = down16(Y16, n), grs = down(RS, N), gdx = down16(DX16, n), gdw = down(DW, C);
-        CHECK(rel_err(gy, y_, n) < TOL16);
-        CHECK(rel_err(grs, rs_, N) < 1e-5);      /* statistics stay fp32 */
-        CHECK(rel_err(gdx, dx_, n) < TOL16);
-        CHECK(rel_err(gdw, dw_, C) < 1e-4);
+        CHECK(test_rel_err(gy, y_, n) < TOL16);
+        CHECK(test_rel_err(grs, rs_, N) < 1e-5);      /* statistics stay fp32 */
+        CHECK(test_rel_err(gdx, dx_, n) < TOL16);
+        CHECK(test_rel_err(gdw, dw_, C) < 1e-4);
         free(gy); free(grs); free(gdx); free(gdw);
         device_free(X16); device_free(W16); device_free(DY16); device_free(DX16); device_free(Y16);
         device_free(RS); device_free(DW);
@@ -431,13 +421,13 @@ static void gpu_rope_swiglu_add(void)
     rope_forward(x_, pos, cs, sn, N, nh, D);
     cuda_rope_forward(X, POS, CS, SN, N, nh, D);
     float *g = down(X, n);
-    CHECK(rel_err(g, x_, n) < TOL32);
+    CHECK(test_rel_err(g, x_, n) < TOL32);
     free(g);
     rope_backward(x_, pos, cs, sn, N, nh, D);   /* backward undoes forward */
     cuda_rope_backward(X, POS, CS, SN, N, nh, D);
     g = down(X, n);
-    CHECK(rel_err(g, x_, n) < TOL32);
-    CHECK(rel_err(g, x, n) < 1e-5);
+    CHECK(test_rel_err(g, x_, n) < TOL32);
+    CHECK(test_rel_err(g, x, n) < 1e-5);
     free(g);
     hat_bf16 *X16 = up16(x, n);
     free(x_);
@@ -445,7 +435,7 @@ static void gpu_rope_swiglu_add(void)
     rope_forward(x_, pos, cs, sn, N, nh, D);
     cuda_rope_forward_bf16(X16, POS, CS, SN, N, nh, D);
     g = down16(X16, n);
-    CHECK(rel_err(g, x_, n) < TOL16);
+    CHECK(test_rel_err(g, x_, n) < TOL16);
     free(g); free(x); free(x_); free(cs); free(sn);
     device_free(CS); device_free(SN); device_free(X); device_free(POS); device_free(X16);
 
@@ -463,9 +453,9 @@ static void gpu_rope_swiglu_add(void)
     cuda_swiglu_backward(DG, DU, DY, GA, U, m);
     cuda_add_forward(S, GA, U, m);
     float *gy = down(Y, m), *gdg = down(DG, m), *gdu = down(DU, m), *gs = down(S, m);
-    CHECK(rel_err(gy, y_, m) < TOL32);
-    CHECK(rel_err(gdg, dg_, m) < TOL32);
-    CHECK(rel_err(gdu, du_, m) < TOL32);
+    CHECK(test_rel_err(gy, y_, m) < TOL32);
+    CHECK(test_rel_err(gdg, dg_, m) < TOL32);
+    CHECK(test_rel_err(gdu, du_, m) < TOL32);
     CHECK(memcmp(gs, s_, m * 4) == 0);
     free(gy); free(gdg); free(gdu); free(gs);
     hat_bf16 *GA16 = up16(ga, m), *U16 = up16(u, m), *DY16 = up16(dy, m), *DG16 = up16(dg, m);
@@ -477,9 +467,9 @@ static void gpu_rope_swiglu_add(void)
     cuda_swiglu_forward_bf16(Y16, GA16, U16, m);
     cuda_swiglu_backward_bf16(DG16, DU16, DY16, GA16, U16, m);
     gy = down16(Y16, m), gdg = down16(DG16, m), gdu = down16(DU16, m);
-    CHECK(rel_err(gy, y_, m) < TOL16);
-    CHECK(rel_err(gdg, dg_, m) < TOL16);
-    CHECK(rel_err(gdu, du_, m) < TOL16);
+    CHECK(test_rel_err(gy, y_, m) < TOL16);
+    CHECK(test_rel_err(gdg, dg_, m) < TOL16);
+    CHECK(test_rel_err(gdu, du_, m) < TOL16);
     free(gy); free(gdg); free(gdu);
     device_free(GA); device_free(U); device_free(DY); device_free(DG); device_free(DU);
     device_free(Y); device_free(S); device_free(GA16); device_free(U16); device_free(DY16);
@@ -507,7 +497,7 @@ static void gpu_embedding(void)
     cuda_embedding_backward(DW, DOUT, TOK, N, C);
     float *go = down(OUT, (size_t)N * C), *gdw = down(DW, (size_t)V * C);
     CHECK(memcmp(go, out_, (size_t)N * C * 4) == 0);
-    CHECK(rel_err(gdw, dw_, (size_t)V * C) < TOL32);
+    CHECK(test_rel_err(gdw, dw_, (size_t)V * C) < TOL32);
     device_upload(DW, dw, (size_t)V * C * 4);     /* same bits twice: no atomics */
     cuda_embedding_backward(DW, DOUT, TOK, N, C);
     float *gdw2 = down(DW, (size_t)V * C);
@@ -524,7 +514,7 @@ static void gpu_embedding(void)
     cuda_embedding_backward_bf16(DW, DOUT16, TOK, N, C);
     go = down16(OUT16, (size_t)N * C), gdw = down(DW, (size_t)V * C);
     CHECK(memcmp(go, out_, (size_t)N * C * 4) == 0);   /* a copy of bf16 values */
-    CHECK(rel_err(gdw, dw_, (size_t)V * C) < 1e-5);
+    CHECK(test_rel_err(gdw, dw_, (size_t)V * C) < 1e-5);
     free(go); free(gdw);
     device_free(TOK); device_free(WTE); device_free(DOUT); device_free(DW); device_free(OUT);
     device_free(WTE16); device_free(DOUT16); device_free(OUT16);
@@ -546,10 +536,10 @@ static void gpu_crossentropy(void)
     cuda_crossentropy_forward(L, LSE, Z, TG, N, V);
     cuda_crossentropy_backward(Z, Z, LSE, TG, N, V, 0.25f);   /* in place */
     float *gl = down(L, N), *glse = down(LSE, N), *gdz = down(Z, n);
-    CHECK(rel_err(gl, l_, N) < TOL32);
-    CHECK(rel_err(glse, lse_, N) < TOL32);
+    CHECK(test_rel_err(gl, l_, N) < TOL32);
+    CHECK(test_rel_err(glse, lse_, N) < TOL32);
     CHECK(gl[1] == 0 && glse[1] == 0 && gl[5] == 0);
-    CHECK(rel_err(gdz, dz_, n) < TOL32);
+    CHECK(test_rel_err(gdz, dz_, n) < TOL32);
     CHECK(gdz[V] == 0 && gdz[2 * V - 1] == 0);
     free(gl); free(glse); free(gdz);
     hat_bf16 *Z16 = up16(z, n);
@@ -557,8 +547,8 @@ static void gpu_crossentropy(void)
     cuda_crossentropy_forward_bf16(L, LSE, Z16, TG, N, V);
     cuda_crossentropy_backward_bf16(Z16, Z16, LSE, TG, N, V, 0.25f);
     gl = down(L, N), gdz = down16(Z16, n);
-    CHECK(rel_err(gl, l_, N) < 1e-5);            /* fp32 math on the bf16 logits */
-    CHECK(rel_err(gdz, dz_, n) < TOL16);
+    CHECK(test_rel_err(gl, l_, N) < 1e-5);            /* fp32 math on the bf16 logits */
+    CHECK(test_rel_err(gdz, dz_, n) < TOL16);
     free(gl); free(gdz);
     device_free(Z); device_free(L); device_free(LSE); device_free(TG); device_free(Z16);
     free(z); free(dz_);
@@ -586,17 +576,17 @@ static void gpu_attention_case(int B, int T, int H, int KV, int D, rng_t *r)
     cuda_attention_backward(DQ, DK, DV, SCR, GO, O, LSE, Q, K, Vv, B, T, H, KV, D);
     float *go_ = down(O, nq), *gl = down(LSE, nl), *gdq = down(DQ, nq), *gdk = down(DK, nk),
           *gdv = down(DV, nk);
-    CHECK(rel_err(go_, o_, nq) < 2e-5);
-    CHECK(rel_err(gl, lse_, nl) < 2e-5);
-    CHECK(rel_err(gdq, dq_, nq) < 2e-5);
-    CHECK(rel_err(gdk, dk_, nk) < 2e-5);
-    CHECK(rel_err(gdv, dv_, nk) < 2e-5);
+    CHECK(test_rel_err(go_, o_, nq) < 2e-5);
+    CHECK(test_rel_err(gl, lse_, nl) < 2e-5);
+    CHECK(test_rel_err(gdq, dq_, nq) < 2e-5);
+    CHECK(test_rel_err(gdk, dk_, nk) < 2e-5);
+    CHECK(test_rel_err(gdv, dv_, nk) < 2e-5);
     free(go_); free(gl); free(gdq); free(gdk); free(gdv);
     /* decoding the last token of sequence 0 against its k/v as a cache */
     float *OD = device_malloc((size_t)H * D * 4), *SD = device_malloc((size_t)H * T * 4);
     cuda_attention_decode(OD, SD, Q + (size_t)(T - 1) * H * D, K, Vv, T, H, KV, D);
     float *god = down(OD, (size_t)H * D);
-    CHECK(rel_err(god, o_ + (size_t)(T - 1) * H * D, (size_t)H * D) < 2e-5);
+    CHECK(test_rel_err(god, o_ + (size_t)(T - 1) * H * D, (size_t)H * D) < 2e-5);
     free(god);
 
     /* bf16: inputs rounded, references recomputed on the rounded values */
@@ -611,11 +601,11 @@ static void gpu_attention_case(int B, int T, int H, int KV, int D, rng_t *r)
     cuda_attention_decode_bf16(OD16, SD, Q16 + (size_t)(T - 1) * H * D, K16, V16, T, H, KV, D);
     go_ = down16(O16, nq), gdq = down16(DQ16, nq), gdk = down16(DK16, nk), gdv = down16(DV16, nk);
     god = down16(OD16, (size_t)H * D);
-    CHECK(rel_err(go_, o_, nq) < TOL16);
-    CHECK(rel_err(gdq, dq_, nq) < 3e-2);   /* P and dS are rounded to bf16 too */
-    CHECK(rel_err(gdk, dk_, nk) < 3e-2);
-    CHECK(rel_err(gdv, dv_, nk) < 3e-2);
-    CHECK(rel_err(god, o_ + (size_t)(T - 1) * H * D, (size_t)H * D) < TOL16);
+    CHECK(test_rel_err(go_, o_, nq) < TOL16);
+    CHECK(test_rel_err(gdq, dq_, nq) < 3e-2);   /* P and dS are rounded to bf16 too */
+    CHECK(test_rel_err(gdk, dk_, nk) < 3e-2);
+    CHECK(test_rel_err(gdv, dv_, nk) < 3e-2);
+    CHECK(test_rel_err(god, o_ + (size_t)(T - 1) * H * D, (size_t)H * D) < TOL16);
     free(go_); free(gdq); free(gdk); free(gdv); free(god);
     device_free(Q); device_free(K); device_free(Vv); device_free(GO); device_free(O); device_free(LSE);
     device_free(DQ); device_free(DK); device_free(DV); device_free(SCR); device_free(OD); device_free(SD);

@@ -72,17 +72,6 @@ static float *randv(size_t n, rng_t *r, float lo, float hi)
     return p;
 }
 
-/* max |a - b| / max |b| */
-static double rel_err(const float *a, const float *b, size_t n)
-{
-    double e = 0, mx = 0;
-    for (size_t i = 0; i < n; i++) {
-        e = fmax(e, fabs((double)a[i] - b[i]));
-        mx = fmax(mx, fabs((double)b[i]));
-    }
-    return e / fmax(mx, 1e-30);
-}
-
 static void *up_bytes(const void *h, size_t bytes)
 {
     void *d = device_malloc(bytes);
@@ -281,10 +270,10 @@ static void gpu_qk_rope_store(void)
                 rmsnorm_rows(row + H * D, row + H * D, kn, KV, D, eps);
                 rope_rows(row, &pos[r], ct_, st_, 1, H, D);
                 rope_rows(row + H * D, &pos[r], ct_, st_, 1, KV, D);
-                CHECK(rel_err(q + (size_t)r * QS, row, (size_t)H * D) < 1e-6);
+                CHECK(test_rel_err(q + (size_t)r * QS, row, (size_t)H * D) < 1e-6);
                 size_t at = (size_t)slot[r] * ss + layer * ls + (size_t)pos[r] * KD;
-                CHECK(rel_err(kc + at, row + H * D, KD) < tol);
-                CHECK(rel_err(vc + at, row + H * D + KD, KD) < tol);
+                CHECK(test_rel_err(kc + at, row + H * D, KD) < tol);
+                CHECK(test_rel_err(vc + at, row + H * D + KD, KD) < tol);
             }
             free(qkv); free(qn); free(kn); free(ct_); free(st_); free(q); free(kc); free(vc);
             device_free(Q); device_free(QN); device_free(KN); device_free(CT); device_free(ST);
@@ -326,7 +315,7 @@ static void attention_case(int H, int KV, int D, int ctx, rng_t *rg)
             device_zero(O, (size_t)R * H * D * 4);
             dec_attention(O, Q, P, SL, K, V, ct, ss, ls, R, H, KV, D, ns, part, ns > 1 ? cnt : NULL);
             float *y = down(O, (size_t)R * H * D);
-            double e = rel_err(y, out, (size_t)R * H * D);
+            double e = test_rel_err(y, out, (size_t)R * H * D);
             if (!(e < 2e-5)) {
                 fprintf(stderr, "  attention H=%d KV=%d D=%d ctx=%d %s nsplit=%d: rel err %.3g\n",
                         H, KV, D, ctx, t ? "bf16" : "fp32", ns, e);
@@ -345,7 +334,7 @@ static void attention_case(int H, int KV, int D, int ctx, rng_t *rg)
             cuda_attention_decode(o0, sc, q0, (const float *)K + at, (const float *)V + at, pos[0] + 1,
                                   H, KV, D);
             float *y = down(o0, (size_t)H * D);
-            CHECK(rel_err(y, out, (size_t)H * D) < 2e-5);
+            CHECK(test_rel_err(y, out, (size_t)H * D) < 2e-5);
             free(y);
             device_free(q0); device_free(o0); device_free(sc);
         }

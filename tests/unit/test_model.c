@@ -115,17 +115,6 @@ static char *fixture(const char *name)
 
 static const int fx_tokens[16] = { 5, 17, 33, 2, 60, 9, 41, 12, 7, 7, 19, 63, 0, 28, 3, 50 };
 
-/* Largest |a-b| over the tensor relative to the reference's largest |b|. */
-static double rel_err(const float *a, const float *b, size_t n)
-{
-    double e = 0, mx = 0;
-    for (size_t i = 0; i < n; i++) {
-        e = fmax(e, fabs((double)a[i] - b[i]));
-        mx = fmax(mx, fabs((double)b[i]));
-    }
-    return e / fmax(mx, 1e-30);
-}
-
 static void matches_pytorch(void)
 {
     char *dir = fixture("");
@@ -148,7 +137,7 @@ static void matches_pytorch(void)
         CHECK(t && t->numel == 16 * 64);
         float *ref = xmalloc(t->numel * sizeof(float));
         st_read_f32(lf, t, ref);
-        double e = rel_err(m->logits, ref, t->numel);
+        double e = test_rel_err(m->logits, ref, t->numel);
         fprintf(stderr, "  logits max rel err vs torch float64: %.3g\n", e);
         CHECK(e < 1e-5);
         free(ref);
@@ -166,7 +155,7 @@ static void matches_pytorch(void)
         double worst = 0;
         for (int i = 0; i < m->n_tensors; i++) {
             const model_tensor *t = &m->tensors[i];
-            double e = rel_err(m->grads + t->offset, ref + t->offset, t->numel);
+            double e = test_rel_err(m->grads + t->offset, ref + t->offset, t->numel);
             if (e > 1e-4) fprintf(stderr, "  %s: grad rel err %.3g\n", t->name, e);
             worst = fmax(worst, e);
         }
@@ -287,13 +276,13 @@ static void matmul_matches_reference(void)
         float *y0 = randv((size_t)N * OC, &r, -1, 1), *y1 = copyv(y0, (size_t)N * OC);
         matmul_forward(y0, x, w, N, C, OC, 1.0f);
         matmul_forward_ref(y1, x, w, N, C, OC, 1.0f);
-        CHECK(rel_err(y0, y1, (size_t)N * OC) < 1e-5);
+        CHECK(test_rel_err(y0, y1, (size_t)N * OC) < 1e-5);
         float *dx0 = randv((size_t)N * C, &r, -1, 1), *dx1 = copyv(dx0, (size_t)N * C);
         float *dw0 = randv((size_t)OC * C, &r, -1, 1), *dw1 = copyv(dw0, (size_t)OC * C);
         matmul_backward(dx0, dw0, y0, x, w, N, C, OC);
         matmul_backward_ref(dx1, dw1, y0, x, w, N, C, OC);
-        CHECK(rel_err(dx0, dx1, (size_t)N * C) < 1e-5);
-        CHECK(rel_err(dw0, dw1, (size_t)OC * C) < 1e-5);
+        CHECK(test_rel_err(dx0, dx1, (size_t)N * C) < 1e-5);
+        CHECK(test_rel_err(dw0, dw1, (size_t)OC * C) < 1e-5);
         free(x); free(w); free(y0); free(y1); free(dx0); free(dx1); free(dw0); free(dw1);
     }
 }
@@ -314,7 +303,7 @@ static void attention_matches_reference(void)
     float *scr = xcalloc(attention_scratch_floats(T), sizeof(float));
     attention_forward(o0, lse, scr, q, k, v, B, T, H, KV, D);
     attention_forward_ref(o1, att, q, k, v, B, T, H, KV, D);
-    CHECK(rel_err(o0, o1, nq) < 1e-5);
+    CHECK(test_rel_err(o0, o1, nq) < 1e-5);
     /* lse really is the log-sum-exp: p = exp(s - lse) sums to 1 */
     double s = 0, sc = 1 / sqrt((double)D);
     int b = 1, h = 3, t = 69, kh = h / (H / KV);
@@ -330,13 +319,13 @@ static void attention_matches_reference(void)
     float *dv0 = randv(nk, &r, -1, 1), *dv1 = copyv(dv0, nk);
     attention_backward(dq0, dk0, dv0, scr, go, o0, lse, q, k, v, B, T, H, KV, D);
     attention_backward_ref(dq1, dk1, dv1, datt, go, att, q, k, v, B, T, H, KV, D);
-    CHECK(rel_err(dq0, dq1, nq) < 1e-5);
-    CHECK(rel_err(dk0, dk1, nk) < 1e-5);
-    CHECK(rel_err(dv0, dv1, nk) < 1e-5);
+    CHECK(test_rel_err(dq0, dq1, nq) < 1e-5);
+    CHECK(test_rel_err(dk0, dk1, nk) < 1e-5);
+    CHECK(test_rel_err(dv0, dv1, nk) < 1e-5);
     /* one decoding step equals the last row of the full computation */
     float *od = xcalloc((size_t)H * D, sizeof(float)), *sd = xcalloc((size_t)H * T, sizeof(float));
     attention_decode(od, sd, q + (((size_t)0 * T + T - 1) * H) * D, k, v, T, H, KV, D);
-    CHECK(rel_err(od, o1 + ((size_t)T - 1) * H * D, (size_t)H * D) < 1e-5);
+    CHECK(test_rel_err(od, o1 + ((size_t)T - 1) * H * D, (size_t)H * D) < 1e-5);
     free(q); free(k); free(v); free(go); free(o0); free(o1); free(lse); free(att); free(datt);
     free(scr); free(dq0); free(dq1); free(dk0); free(dk1); free(dv0); free(dv1); free(od); free(sd);
 }
@@ -371,23 +360,23 @@ static void rmsnorm_swiglu_match_reference(void)
     float *y0 = xmalloc(n * sizeof(float)), *y1 = xmalloc(n * sizeof(float)), rs0[33], rs1[33];
     rmsnorm_forward(y0, rs0, x, w, N, C, 1e-6f);
     rmsnorm_forward_ref(y1, rs1, x, w, N, C, 1e-6f);
-    CHECK(rel_err(y0, y1, n) < 1e-6);
-    CHECK(rel_err(rs0, rs1, N) < 1e-6);
+    CHECK(test_rel_err(y0, y1, n) < 1e-6);
+    CHECK(test_rel_err(rs0, rs1, N) < 1e-6);
     float *dx0 = randv(n, &r, -1, 1), *dx1 = copyv(dx0, n), *dw0 = randv(C, &r, -1, 1), *dw1 = copyv(dw0, C);
     rmsnorm_backward(dx0, dw0, dy, x, w, rs1, N, C);
     rmsnorm_backward_ref(dx1, dw1, dy, x, w, rs1, N, C);
-    CHECK(rel_err(dx0, dx1, n) < 1e-6);
-    CHECK(rel_err(dw0, dw1, C) < 1e-6);
+    CHECK(test_rel_err(dx0, dx1, n) < 1e-6);
+    CHECK(test_rel_err(dw0, dw1, C) < 1e-6);
     /* SwiGLU over the saturating range of the sigmoid */
     float *g = randv(n, &r, -30, 30), *u = randv(n, &r, -2, 2);
     swiglu_forward(y0, g, u, n);
     swiglu_forward_ref(y1, g, u, n);
-    CHECK(rel_err(y0, y1, n) < 1e-6);
+    CHECK(test_rel_err(y0, y1, n) < 1e-6);
     float *dg0 = randv(n, &r, -1, 1), *dg1 = copyv(dg0, n), *du0 = randv(n, &r, -1, 1), *du1 = copyv(du0, n);
     swiglu_backward(dg0, du0, dy, g, u, n);
     swiglu_backward_ref(dg1, du1, dy, g, u, n);
-    CHECK(rel_err(dg0, dg1, n) < 1e-6);
-    CHECK(rel_err(du0, du1, n) < 1e-6);
+    CHECK(test_rel_err(dg0, dg1, n) < 1e-6);
+    CHECK(test_rel_err(du0, du1, n) < 1e-6);
     free(x); free(w); free(dy); free(y0); free(y1); free(dx0); free(dx1); free(dw0); free(dw1);
     free(g); free(u); free(dg0); free(dg1); free(du0); free(du1);
 }

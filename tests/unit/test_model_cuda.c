@@ -208,17 +208,6 @@ static void cpu_step_on_is_train_step(void)
 /* ================================================== GPU tests */
 
 #ifdef HAT_CUDA
-/* max |a - b| / max |b| */
-static double rel_err(const float *a, const float *b, size_t n)
-{
-    double e = 0, mx = 0;
-    for (size_t i = 0; i < n; i++) {
-        e = fmax(e, fabs((double)a[i] - b[i]));
-        mx = fmax(mx, fabs((double)b[i]));
-    }
-    return e / fmax(mx, 1e-30);
-}
-
 static double cosine(const float *a, const float *b, size_t n)
 {
     double ab = 0, aa = 0, bb = 0;
@@ -242,7 +231,7 @@ static int compare_tensors(const model *m, const float *got, const float *want, 
     const char *worst_name = "";
     for (int i = 0; i < m->n_tensors; i++) {
         const model_tensor *t = &m->tensors[i];
-        double v = tol > 0 ? rel_err(got + t->offset, want + t->offset, t->numel)
+        double v = tol > 0 ? test_rel_err(got + t->offset, want + t->offset, t->numel)
                            : cosine(got + t->offset, want + t->offset, t->numel);
         int fail = tol > 0 ? !(v <= tol) : !(v >= -tol);
         if (tol > 0 ? v > worst : v < worst) { worst = v; worst_name = t->name; }
@@ -381,7 +370,7 @@ static void logits_case(int precision)
     random_batch(tok, tgt, N, V, &r);
     float *zc = model_forward_logits(m, tok, B, T);
     float *zg = model_cuda_forward_logits(d, tok, B, T);
-    double e = rel_err(zg, zc, (size_t)N * V);
+    double e = test_rel_err(zg, zc, (size_t)N * V);
     printf("# logits %s: rel err %.3g\n", model_cuda_precision_name(precision), e);
     CHECK(e <= (precision == MC_BF16 ? 2e-2 : 1e-5));
     /* a forward-only copy (teacher, reference) gives the same bits */
@@ -401,7 +390,7 @@ static void logits_case(int precision)
     model_cuda_backward_dlogits(d, dz);
     float *g = dl(d->grads, m->n_floats);
     /* MTP tensors get no gradient on either side */
-    CHECK(rel_err(g + model_find(m, "mtp.fc.weight")->offset, m->grads + model_find(m, "mtp.fc.weight")->offset,
+    CHECK(test_rel_err(g + model_find(m, "mtp.fc.weight")->offset, m->grads + model_find(m, "mtp.fc.weight")->offset,
                   model_find(m, "mtp.fc.weight")->numel) == 0);
     char what[64];
     snprintf(what, sizeof what, "dlogits %s grads", model_cuda_precision_name(precision));
@@ -536,7 +525,7 @@ static void gpu_checkpoint_resumes_on_cpu(void)
     printf("# resume: step 6 loss gpu %.7f cpu %.7f\n", r.loss, r2.loss);
     CHECK(fabs(r.loss - r2.loss) <= 1e-5 * r2.loss);
     train_device_sync(&td, &k);
-    CHECK(rel_err(k.m->params, k2.m->params, n) <= 1e-5);
+    CHECK(test_rel_err(k.m->params, k2.m->params, n) <= 1e-5);
     train_device_close(&td);
     ckpt_free(&k2);
     train_data_free(&d);
