@@ -5,7 +5,6 @@
 #include "chat_encode.h"
 #include "ckpt.h"
 #include "cli.h"
-#include "cuda/device.h"
 #include "generate.h"
 #include "harness.h"
 #include "jsonl.h"
@@ -141,8 +140,7 @@ int main(int argc, char **argv)
     texter x = { 0 };
     gen_params p = { .temperature = 0, .top_k = 0, .top_p = 1, .max_tokens = 64, .eos = -1 };
     int stops[64], n_stop = 0, batch = 16, logprobs = 0, stats = 0, opt;
-    hat_device dev = HAT_DEVICE_CPU;
-    int precision = GEN_CUDA_BF16;
+    gen_device dev = GEN_DEVICE_INIT;
     cli_init(argc, argv);
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
         switch (opt) {
@@ -161,16 +159,8 @@ int main(int argc, char **argv)
         case O_STATS: stats = 1; break;
         case O_TOK: tok_path = optarg; break;
         case O_HARNESS: hpath = optarg; break;
-        case O_DEVICE:
-            dev = device_parse(optarg);
-            if (dev == HAT_DEVICE_INVALID)
-                cli_usage_error(&spec, "--device: must be cpu, cuda or auto (not \"%s\")", optarg);
-            break;
-        case O_PRECISION:
-            if (!strcmp(optarg, "bf16")) precision = GEN_CUDA_BF16;
-            else if (!strcmp(optarg, "fp32")) precision = GEN_CUDA_FP32;
-            else cli_usage_error(&spec, "--precision: must be bf16 or fp32 (not \"%s\")", optarg);
-            break;
+        case O_DEVICE: dev.device = gen_device_arg(&spec, optarg); break;
+        case O_PRECISION: dev.precision = gen_precision_arg(&spec, optarg); break;
         case O_STOPTEXT:
             if (x.n_stop_text == MAX_STOP_TEXT) cli_usage_error(&spec, "--stop-text: at most %d", MAX_STOP_TEXT);
             if (!*optarg) cli_usage_error(&spec, "--stop-text: empty string");
@@ -182,16 +172,11 @@ int main(int argc, char **argv)
     if (argc - optind > 1) cli_usage_error(&spec, "at most one input file");
     const char *in = optind < argc ? argv[optind] : NULL;
     /* The device first: a missing GPU fails before any loading. */
-    if (dev == HAT_DEVICE_CUDA && p.mtp_k > 0)
-        cli_usage_error(&spec, "--mtp is not supported with --device cuda (no speculative decoding on the GPU)");
-    if (dev == HAT_DEVICE_AUTO && p.mtp_k > 0) dev = HAT_DEVICE_CPU;
-    const char *why = NULL;
-    hat_device want = dev;
-    dev = device_resolve(dev, &why);
-    if (dev == HAT_DEVICE_INVALID) {
-        hat_errat(NULL, 0, "--device %s: %s", device_name(want), why);
-        return EXIT_FAIL;
-    }
+    dev.mtp = p.mtp_k > 0;
+    char *derr = NULL;
+    int drc = gen_device_check(&dev, &derr);
+    if (drc == EXIT_USAGE) cli_usage_error(&spec, "%s", derr);
+    if (drc) { hat_errat(NULL, 0, "%s", derr); free(derr); return drc; }
     ckpt k;
     if (ckpt_load(&k, path)) return EXIT_FAIL;
     const model_config *cfg = &k.m->cfg;
@@ -257,19 +242,16 @@ int main(int argc, char **argv)
 
     hat_out *o = out_open(c.output);
     if (!o) { ckpt_free(&k); return EXIT_FAIL; }
-    gen_engine *e = NULL;
-    if (dev == HAT_DEVICE_CUDA) {
-        e = gen_new_cuda(k.m, batch, maxlen > 1 ? maxlen : 2, precision, &why);
-        if (!e && want == HAT_DEVICE_CUDA) {
-            hat_errat(path, 0, "--device cuda: %s", why);
-            out_abort(o);
-            tok_free(tok); json_decref(h); ckpt_free(&k);
-            for (long i = 0; i < nj; i++) { json_decref(jobs[i].in); free(jobs[i].ids); }
-            free(jobs);
-            return EXIT_FAIL;
-        }
+    gen_engine *e = gen_open(k.m, batch, maxlen > 1 ? maxlen : 2, &dev, &derr);
+    if (!e) {                      /* cuda, and the GPU engine cannot be built */
+        hat_errat(path, 0, "%s", derr);
+        free(derr);
+        out_abort(o);
+        tok_free(tok); json_decref(h); ckpt_free(&k);
+        for (long i = 0; i < nj; i++) { json_decref(jobs[i].in); free(jobs[i].ids); }
+        free(jobs);
+        return EXIT_FAIL;
     }
-    if (!e) e = gen_new(k.m, batch, maxlen > 1 ? maxlen : 2);   /* cpu, or auto without a usable GPU */
     long *slot_job = xmalloc(batch * sizeof(long));
     for (int s = 0; s < batch; s++) slot_job[s] = -1;
     long next = 0, emitted = 0;
@@ -306,7 +288,7 @@ int main(int argc, char **argv)
             json_decref(jobs[emitted].out);
         }
     }
-    if (stats) print_stats(e, hat_now() - t0, gen_on_gpu(e) ? "cuda" : "cpu");
+    if (stats) print_stats(e, hat_now() - t0, gen_device_name(e));
     for (long i = 0; i < nj; i++) {
         json_decref(jobs[i].in);
         free(jobs[i].ids);

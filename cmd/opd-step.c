@@ -5,6 +5,7 @@
 #include "ckpt.h"
 #include "cli.h"
 #include "cuda/device.h"
+#include "generate.h"
 #include "jsonl.h"
 #include "opd.h"
 #include "util.h"
@@ -121,14 +122,8 @@ int main(int argc, char **argv)
         case O_MB: oc.micro_batch = (int)cli_long(&spec, "--micro-batch", optarg, 1, 1 << 16); break;
         case O_NOTHINK: oc.enable_thinking = CHAT_THINK_OFF; break;
         case O_METRICS: metrics = optarg; break;
-        case O_DEVICE:
-            if ((device = device_parse(optarg)) == HAT_DEVICE_INVALID)
-                cli_usage_error(&spec, "--device: must be cpu, cuda or auto");
-            break;
-        case O_PRECISION:
-            if ((precision = model_cuda_precision_parse(optarg)) < 0)
-                cli_usage_error(&spec, "--precision: must be bf16 or fp32");
-            break;
+        case O_DEVICE: device = gen_device_arg(&spec, optarg); break;
+        case O_PRECISION: precision = gen_precision_arg(&spec, optarg); break;
         case O_SAVE: save_every = cli_long(&spec, "--save-every", optarg, 1, 1L << 40); break;
         }
     }

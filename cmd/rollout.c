@@ -38,6 +38,10 @@ static const char usage[] =
     "  --mtp K              speculative decoding with the checkpoint's MTP module,\n"
     "                       up to K drafted tokens per step (greedy output unchanged)\n"
     "  --max-context N      tokens per conversation (default the model's maximum)\n"
+    "  --device D           cpu (default), cuda, or auto (cuda when a GPU is usable\n"
+    "                       and --mtp is off, else cpu)\n"
+    "  --precision P        GPU weights and KV cache: bf16 (default, fast) or fp32\n"
+    "                       (greedy output matches the CPU's)\n"
     "  --no-thinking        enable_thinking=false in the generation prompt\n"
     "  --batch N            conversations in flight (default 8)\n"
     "  --logprobs           add \"tokens\": {\"ids\",\"mask\",\"logprobs\"}\n"
@@ -46,7 +50,7 @@ static const char usage[] =
     "  -o FILE              output (default stdout)\n";
 
 enum { O_CKPT = 1, O_TOK, O_WORLD, O_HARNESS, O_CASES, O_JUDGE, O_JCFG, O_TEMP, O_TOPK, O_TOPP, O_MTP,
-       O_MAXTOK, O_TURNS, O_GENTOK, O_CTX, O_NOTHINK, O_BATCH, O_LOGP };
+       O_MAXTOK, O_TURNS, O_GENTOK, O_CTX, O_NOTHINK, O_BATCH, O_LOGP, O_DEVICE, O_PRECISION };
 
 /* One conversation between input and output. */
 typedef struct {
@@ -92,9 +96,9 @@ static void progress(rollout *r, long total_read, double t0, int final)
     if (!final && t - last < 0.5) return;
     last = t;
     rollout_stats s = rollout_get_stats(r);
-    fprintf(stderr, "\rrollout: %ld/%ld done, %d running, %ld turns, %.0f tok/s   %s",
+    fprintf(stderr, "\rrollout: %ld/%ld done, %d running, %ld turns, %.0f tok/s (%s)   %s",
             s.conversations, total_read, rollout_running(r), s.turns,
-            s.gen_tokens / (t - t0 > 1e-9 ? t - t0 : 1e-9), final ? "\n" : "");
+            s.gen_tokens / (t - t0 > 1e-9 ? t - t0 : 1e-9), rollout_device(r), final ? "\n" : "");
 }
 
 int main(int argc, char **argv)
@@ -109,12 +113,14 @@ int main(int argc, char **argv)
         { "max-turns", required_argument, NULL, O_TURNS }, { "max-gen-tokens", required_argument, NULL, O_GENTOK },
         { "max-context", required_argument, NULL, O_CTX }, { "no-thinking", no_argument, NULL, O_NOTHINK },
         { "batch", required_argument, NULL, O_BATCH }, { "logprobs", no_argument, NULL, O_LOGP },
-        { "mtp", required_argument, NULL, O_MTP }, { 0 } };
+        { "mtp", required_argument, NULL, O_MTP }, { "device", required_argument, NULL, O_DEVICE },
+        { "precision", required_argument, NULL, O_PRECISION }, { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
     const char *ckpath = NULL, *tpath = NULL, *wpath = NULL, *hpath = NULL, *jcfg = NULL;
     int cases = 0, use_judge = 0, batch = 8, logprobs = 0, max_ctx = 0, opt;
     rollout_params p = ROLLOUT_PARAMS_INIT;
+    gen_device dev = GEN_DEVICE_INIT;
     cli_init(argc, argv);
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
         switch (opt) {
@@ -136,10 +142,18 @@ int main(int argc, char **argv)
         case O_NOTHINK: p.enable_thinking = CHAT_THINK_OFF; break;
         case O_BATCH: batch = (int)cli_long(&spec, "--batch", optarg, 1, 4096); break;
         case O_LOGP: logprobs = 1; break;
+        case O_DEVICE: dev.device = gen_device_arg(&spec, optarg); break;
+        case O_PRECISION: dev.precision = gen_precision_arg(&spec, optarg); break;
         }
     }
     if (!ckpath) cli_usage_error(&spec, "--ckpt is required");
     if (!wpath) cli_usage_error(&spec, "--world is required");
+    /* The device first: a missing GPU fails before any loading. */
+    char *err = NULL;
+    dev.mtp = p.mtp_k > 0;
+    int drc = gen_device_check(&dev, &err);
+    if (drc == EXIT_USAGE) cli_usage_error(&spec, "%s", err);
+    if (drc) { hat_errat(NULL, 0, "%s", err); free(err); return drc; }
 
     int rc = 0;
     ckpt k = { 0 };
@@ -150,7 +164,6 @@ int main(int argc, char **argv)
     rollout *r = NULL;
     hat_out *o = NULL;
     jobs J = { 0 };
-    char *err = NULL;
     if (ckpt_load(&k, ckpath)) { rc = -1; goto out; }
     if (ckpt_tokenizer(&k, ckpath, tpath, 1, &t)) { rc = -1; goto out; }
     if (p.mtp_k && !k.m->cfg.n_mtp) {
@@ -167,8 +180,8 @@ int main(int argc, char **argv)
         rc = -1;
         goto out;
     }
-    if (!(r = rollout_new(k.m, t, w, batch, max_ctx, &err))) {
-        hat_errat(tpath ? tpath : ckpath, 0, "%s", err);
+    if (!(r = rollout_open(k.m, t, w, batch, max_ctx, &dev, &err))) {
+        hat_errat(tpath && strncmp(err, "--device", 8) ? tpath : ckpath, 0, "%s", err);
         rc = -1;
         goto out;
     }
@@ -274,5 +287,6 @@ out:
     world_free(w);
     tok_free(t);
     ckpt_free(&k);
+    free(err);
     return rc ? EXIT_FAIL : EXIT_OK;
 }

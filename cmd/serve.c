@@ -42,12 +42,16 @@ static const char usage[] =
     "  --history FILE       REPL history file\n"
     "  --port-file FILE     write the bound HTTP port here\n"
     "  --mtp K              speculative decoding: the MTP module drafts K tokens per step\n"
+    "  --device D           cpu (default), cuda, or auto (cuda when a GPU is usable\n"
+    "                       and --mtp is off, else cpu): where both engines decode\n"
+    "  --precision P        GPU weights and KV cache: bf16 (default, fast) or fp32\n"
+    "                       (greedy output matches the CPU's)\n"
     "  --policy teacher     test only: the scripted teacher replays instead of a model\n"
     "  --seed N             sampling seed for requests without one (default 1)\n";
 
 enum { O_CKPT = 1, O_TOK, O_WORLD, O_HARNESS, O_PORT, O_HOST, O_HTTP, O_STDIO, O_TOKEN, O_SLOTS, O_CTX,
        O_QUEUE, O_BODY, O_MSGS, O_MAXTOK, O_CONNS, O_TIMEOUT, O_POLL, O_WINDOW, O_HIST, O_PORTFILE,
-       O_MTP, O_POLICY };
+       O_MTP, O_POLICY, O_DEVICE, O_PRECISION };
 
 static volatile int stop_flag;
 static serve *the_server;
@@ -69,12 +73,14 @@ int main(int argc, char **argv)
         { "timeout", required_argument, NULL, O_TIMEOUT }, { "poll-ms", required_argument, NULL, O_POLL },
         { "window", required_argument, NULL, O_WINDOW }, { "history", required_argument, NULL, O_HIST },
         { "port-file", required_argument, NULL, O_PORTFILE }, { "mtp", required_argument, NULL, O_MTP },
-        { "policy", required_argument, NULL, O_POLICY }, { 0 } };
+        { "policy", required_argument, NULL, O_POLICY }, { "device", required_argument, NULL, O_DEVICE },
+        { "precision", required_argument, NULL, O_PRECISION }, { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
     const char *ckpath = NULL, *tpath = NULL, *wpath = NULL, *hpath = NULL, *hist = NULL;
     serve_config sc = { 0 };
     sc.limits = (serve_limits)SERVE_LIMITS_INIT;
+    sc.dev = (gen_device)GEN_DEVICE_INIT;
     sc.slots = 8;
     sc.queue_max = 64;
     sc.poll_ms = 1000;
@@ -115,6 +121,8 @@ int main(int argc, char **argv)
         case O_PORTFILE: ho.port_file = optarg; break;
         case O_MTP: sc.mtp = (int)cli_long(&spec, "--mtp", optarg, 0, 8); break;
         case O_POLICY: sc.policy = optarg; break;
+        case O_DEVICE: sc.dev.device = gen_device_arg(&spec, optarg); break;
+        case O_PRECISION: sc.dev.precision = gen_precision_arg(&spec, optarg); break;
         }
     }
     if (!ckpath && !sc.policy) cli_usage_error(&spec, "--ckpt is required");
@@ -122,6 +130,12 @@ int main(int argc, char **argv)
     if (!hpath) cli_usage_error(&spec, "--harness is required");
     if (stdio && ho.port >= 0) cli_usage_error(&spec, "--stdio and --port/--http exclude each other");
     if (sc.policy && strcmp(sc.policy, "teacher")) cli_usage_error(&spec, "--policy: only \"teacher\"");
+    /* The device first: a missing GPU fails before any loading. */
+    char *err = NULL;
+    sc.dev.mtp = sc.mtp > 0;
+    int drc = gen_device_check(&sc.dev, &err);
+    if (drc == EXIT_USAGE) cli_usage_error(&spec, "%s", err);
+    if (drc) { hat_errat(NULL, 0, "%s", err); free(err); return drc; }
 
     int rc = 0;
     ckpt k = { 0 };
@@ -129,7 +143,6 @@ int main(int argc, char **argv)
     tokenizer *t = NULL;
     json_t *h = NULL;
     serve *s = NULL;
-    char *err = NULL;
     if (ckpath && ckpt_load(&k, ckpath)) { rc = -1; goto out; }
     if (ckpath && ckpt_tokenizer(&k, ckpath, tpath, 1, &t)) { rc = -1; goto out; }
     if (!(w = world_load(wpath))) { rc = -1; goto out; }
@@ -146,8 +159,12 @@ int main(int argc, char **argv)
     if (!(s = serve_new(&sc, h, &err))) { hat_warn("%s", err); rc = -1; goto out; }
     if (k.m) {
         const serve_config *g = serve_get_config(s);
-        hat_warn("KV cache %.1f MiB per engine (%d sequences x %d tokens)", serve_kv_bytes(g) / 1048576.0,
-                 g->slots, g->max_context);
+        json_t *st = serve_stats(s);
+        hat_warn("KV cache %.1f MiB in all (%d sequences x %d tokens per engine), on %s in %s",
+                 json_integer_value(json_object_get(st, "kv_cache_bytes")) / 1048576.0, g->slots,
+                 g->max_context, json_string_value(json_object_get(st, "device")),
+                 json_string_value(json_object_get(st, "precision")));
+        json_decref(st);
     }
     the_server = s;
     signal(SIGPIPE, SIG_IGN);

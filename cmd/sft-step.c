@@ -5,6 +5,7 @@
 #include "ckpt.h"
 #include "cli.h"
 #include "cuda/device.h"
+#include "generate.h"
 #include "harness.h"
 #include "jsonl.h"
 #include "train.h"
@@ -113,14 +114,8 @@ int main(int argc, char **argv)
         case O_TOK: tok_path = optarg; break;
         case O_HARNESS: hpath = optarg; break;
         case O_NOBUCKET: s.bucket = 0; break;
-        case O_DEVICE:
-            if ((device = device_parse(optarg)) == HAT_DEVICE_INVALID)
-                cli_usage_error(&spec, "--device: must be cpu, cuda or auto");
-            break;
-        case O_PRECISION:
-            if ((precision = model_cuda_precision_parse(optarg)) < 0)
-                cli_usage_error(&spec, "--precision: must be bf16 or fp32");
-            break;
+        case O_DEVICE: device = gen_device_arg(&spec, optarg); break;
+        case O_PRECISION: precision = gen_precision_arg(&spec, optarg); break;
         }
     }
     if (optind < argc) cli_usage_error(&spec, "unexpected argument '%s'", argv[optind]);

@@ -13,6 +13,7 @@
 #include "generate.h"
 #include "generate_cuda.h"
 #include "kernels.h"
+#include "model_cuda.h"
 #include "util.h"
 
 #include <math.h>
@@ -150,6 +151,59 @@ gen_engine *gen_new_cuda(const model *m, int max_seqs, int max_len, int precisio
 }
 
 int gen_on_gpu(const gen_engine *e) { return e->gpu != NULL; }
+const char *gen_device_name(const gen_engine *e) { return e->gpu ? "cuda" : "cpu"; }
+
+/* ------------------------------------------------------------ the device */
+
+_Static_assert((int)GEN_CUDA_FP32 == (int)MC_FP32 && (int)GEN_CUDA_BF16 == (int)MC_BF16,
+               "one --precision value serves the decoder and the trainers");
+
+hat_device gen_device_arg(const cli_spec *spec, const char *arg)
+{
+    hat_device d = device_parse(arg);
+    if (d == HAT_DEVICE_INVALID)
+        cli_usage_error(spec, "--device: must be cpu, cuda or auto (not \"%s\")", arg);
+    return d;
+}
+
+int gen_precision_arg(const cli_spec *spec, const char *arg)
+{
+    int p = model_cuda_precision_parse(arg);
+    if (p < 0) cli_usage_error(spec, "--precision: must be bf16 or fp32 (not \"%s\")", arg);
+    return p;
+}
+
+int gen_device_check(const gen_device *d, char **err)
+{
+    *err = NULL;
+    if (!d || d->device != HAT_DEVICE_CUDA) return 0;     /* cpu; auto never fails */
+    if (d->mtp) {
+        *err = xstrdup("--mtp is not supported with --device cuda (no speculative decoding on the GPU)");
+        return EXIT_USAGE;
+    }
+    const char *why = NULL;
+    if (device_resolve(HAT_DEVICE_CUDA, &why) == HAT_DEVICE_INVALID) {
+        *err = xasprintf("--device cuda: %s", why);
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
+gen_engine *gen_open(const model *m, int max_seqs, int max_len, const gen_device *d, char **err)
+{
+    *err = NULL;
+    if (gen_device_check(d, err)) return NULL;
+    hat_device want = d ? d->device : HAT_DEVICE_CPU;
+    if (want == HAT_DEVICE_AUTO && (d->mtp || device_resolve(want, NULL) != HAT_DEVICE_CUDA))
+        want = HAT_DEVICE_CPU;
+    if (want == HAT_DEVICE_CPU) return gen_new(m, max_seqs, max_len);
+    const char *why = NULL;
+    gen_engine *e = gen_new_cuda(m, max_seqs, max_len, d->precision, &why);
+    if (e) return e;
+    if (d->device == HAT_DEVICE_AUTO) return gen_new(m, max_seqs, max_len);   /* a shape it does not take */
+    *err = xasprintf("--device cuda: %s", why ? why : "the GPU engine cannot be built");
+    return NULL;
+}
 
 void gen_free(gen_engine *e)
 {

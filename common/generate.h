@@ -53,6 +53,8 @@
 #ifndef HAT_GENERATE_H
 #define HAT_GENERATE_H
 
+#include "cli.h"
+#include "cuda/device.h"
 #include "model.h"
 #include "rng.h"
 
@@ -88,11 +90,47 @@ gen_engine *gen_new(const model *m, int max_seqs, int max_len);
  * of the same kind (see generate_cuda.h).  NULL with *why set when this
  * build has no CUDA back end, no GPU is usable, or the model's shape is
  * not supported. */
-enum { GEN_CUDA_BF16 = 0, GEN_CUDA_FP32 = 1 };
+enum { GEN_CUDA_FP32 = 0, GEN_CUDA_BF16 = 1 };   /* the values of MC_FP32, MC_BF16
+                                                     (model_cuda.h): one --precision parse */
 gen_engine *gen_new_cuda(const model *m, int max_seqs, int max_len, int precision,
                          const char **why);
 /* 1 when e computes on the GPU. */
 int         gen_on_gpu(const gen_engine *e);
+
+/* ---- choosing the device (--device, --precision) ----------------------
+ * One set of rules for every program that decodes (generate, rollout,
+ * serve):
+ *   cpu   the CPU engine (the default);
+ *   cuda  the GPU engine, or an error naming the reason (no GPU or driver,
+ *         a build without the CUDA back end, a model shape the GPU engine
+ *         does not take); with MTP drafting asked for, a usage error: the
+ *         GPU engine does not draft;
+ *   auto  the GPU engine when a GPU is usable, no MTP drafting is asked
+ *         for and the model fits it; else the CPU engine.  Never fails. */
+typedef struct {
+    hat_device device;      /* as asked: HAT_DEVICE_CPU, _CUDA or _AUTO */
+    int        precision;   /* GPU weights and KV cache: GEN_CUDA_BF16 | GEN_CUDA_FP32 */
+    int        mtp;         /* the caller will draft with MTP (gen_params.mtp_k > 0) */
+} gen_device;
+#define GEN_DEVICE_INIT { HAT_DEVICE_CPU, GEN_CUDA_BF16, 0 }
+
+/* Option values, parsed alike by every program that computes (the
+ * decoders and the trainers): a bad value is a usage error (exit 2,
+ * "--device: must be cpu, cuda or auto (not "X")").  The precision is an
+ * MC_* / GEN_CUDA_* value (the same numbers). */
+hat_device  gen_device_arg(const cli_spec *spec, const char *arg);
+int         gen_precision_arg(const cli_spec *spec, const char *arg);
+/* Before loading anything, so a missing GPU is reported at once: 0 when
+ * an engine can be asked of gen_open, else EXIT_USAGE (cuda with MTP) or
+ * EXIT_FAIL (cuda without a usable GPU) with a one-line message in *err
+ * (malloc'd), e.g. "--device cuda: no CUDA GPU or driver found". */
+int         gen_device_check(const gen_device *d, char **err);
+/* The engine d asks for (NULL = the CPU), as gen_new / gen_new_cuda
+ * build it.  NULL with *err (malloc'd, one line) only for cuda: the
+ * reasons of gen_device_check, or the GPU engine cannot be built. */
+gen_engine *gen_open(const model *m, int max_seqs, int max_len, const gen_device *d, char **err);
+/* "cuda" or "cpu": where e computes. */
+const char *gen_device_name(const gen_engine *e);
 void        gen_free(gen_engine *e);
 /* Start a sequence; returns its slot, or -1 if full or too long.
  * Sampling draws from rng_derive(seed, stream). */

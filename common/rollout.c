@@ -52,6 +52,14 @@ struct rollout {
 rollout *rollout_new(const model *m, const tokenizer *t, const world *w, int max_convs,
                      int max_len, char **err)
 {
+    return rollout_open(m, t, w, max_convs, max_len, NULL, err);
+}
+
+const char *rollout_device(const rollout *r) { return r->e ? gen_device_name(r->e) : "cpu"; }
+
+rollout *rollout_open(const model *m, const tokenizer *t, const world *w, int max_convs,
+                      int max_len, const gen_device *d, char **err)
+{
     *err = NULL;
     int im_end = t ? tok_token_id(t, "<|im_end|>") : -1;
     if (t && im_end < 0) { *err = xstrdup("the tokenizer has no <|im_end|> token"); return NULL; }
@@ -71,7 +79,10 @@ rollout *rollout_new(const model *m, const tokenizer *t, const world *w, int max
     r->eos = m && m->cfg.eos_token_id != im_end ? m->cfg.eos_token_id : -1;
     r->c = xcalloc(r->max_convs, sizeof *r->c);
     for (int i = 0; i < r->max_convs; i++) r->c[i].s = sim_new(w);
-    if (m) r->e = gen_new(m, r->max_convs, r->max_len);
+    if (m && !(r->e = gen_open(m, r->max_convs, r->max_len, d, err))) {
+        rollout_free(r);
+        return NULL;
+    }
     return r;
 }
 

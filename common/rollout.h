@@ -26,7 +26,7 @@
  * needs).  messages hold the same conversation as parsed JSON for the
  * judge and for training on text (man 5 traj.jsonl).
  *
- *     rollout *r = rollout_new(model, tok, world, 8, 0);
+ *     rollout *r = rollout_new(model, tok, world, 8, 0, &err);
  *     rollout_set_judge(r, judge);                     // optional
  *     rollout_params p = ROLLOUT_PARAMS_INIT;
  *     rollout_add(r, task, harness, seed, stream, &p, user, &err);
@@ -131,6 +131,16 @@ typedef struct rollout rollout;
  * without <|im_end|> or with more ids than the model has. */
 rollout *rollout_new(const model *m, const tokenizer *t, const world *w, int max_convs,
                      int max_len, char **err);
+/* The same with the decoding engine on the device d asks for (gen_open's
+ * rules, generate.h; NULL = the CPU; d->mtp: the caller's params will ask
+ * for MTP drafts).  The engine does not depend on the tasks, so the
+ * trajectories of a greedy fp32 GPU engine are the CPU's.  NULL + *err
+ * also when d asks for cuda and the GPU engine cannot be built (the
+ * message starts "--device cuda: "). */
+rollout *rollout_open(const model *m, const tokenizer *t, const world *w, int max_convs,
+                      int max_len, const gen_device *d, char **err);
+/* "cuda" or "cpu" (a scripted policy: "cpu"). */
+const char *rollout_device(const rollout *r);
 void     rollout_free(rollout *r);
 /* Judge every finished conversation (j borrowed; NULL = none).  The judge
  * caches its harness by address, so the engine keeps the last harness it

@@ -142,6 +142,9 @@ typedef struct {
     uint64_t seed;
     serve_limits limits;
     int      mtp;                  /* speculative draft length; 0 = off */
+    gen_device dev;                /* where both engines decode (gen_open's rules; the
+                                      zero value is the CPU in fp32); dev.mtp is
+                                      taken from mtp */
     const char *policy;            /* test-only scripted policy ("teacher") or NULL */
     FILE    *log;                  /* log lines (stderr) */
 } serve_config;
@@ -169,7 +172,10 @@ typedef struct serve_job {
 } serve_job;
 
 /* Start the scheduler thread with harness h (a reference is taken).
- * NULL with *err when the engines cannot be built. */
+ * NULL with *err when the engines cannot be built (c->dev asks for cuda
+ * and there is no usable GPU: *err starts "--device cuda: ").  The
+ * engines live as long as the server: a harness reload swaps the harness
+ * only, so they stay on the device they were built on. */
 serve  *serve_new(const serve_config *c, json_t *h, char **err);
 /* Stop accepting (503), finish every job in flight and queued, stop the
  * scheduler and free everything. */
@@ -204,10 +210,12 @@ void    serve_request_reload(serve *s);
 int     serve_reload_now(serve *s, const char *path, char **err);
 /* The current harness (new ref). */
 json_t *serve_harness(serve *s);
-/* {"queue","running","slots","requests","harness":{name,version},
- *  "reloads","reload_failures","mtp"} */
+/* {"queue","running","slots","context","requests","harness":{name,version},
+ *  "reloads","reload_failures","kv_cache_bytes","draining","mtp",
+ *  "device","precision"}: device "cpu" or "cuda" (where the engines
+ *  decode; "cpu" without a model), precision "fp32" or "bf16". */
 json_t *serve_stats(serve *s);
-/* Bytes of KV cache one engine holds for c. */
+/* Bytes of KV cache one engine holds for c (on the CPU: fp32). */
 size_t  serve_kv_bytes(const serve_config *c);
 
 /* ---- front ends ----------------------------------------------------------------- */

@@ -7,6 +7,7 @@
 #include "generate.h"
 #include "harness.h"
 #include "jsonl.h"
+#include "model_cuda.h"
 #include "sim.h"
 #include "teacher.h"
 
@@ -41,6 +42,9 @@ struct serve {
     int              im_end, eos;
     long             nreq, reloads, reload_failures;
     uint64_t         stream;
+    const char      *device;             /* where the engines decode: "cpu" | "cuda" */
+    const char      *precision;          /* their weights and cache: "fp32" | "bf16" */
+    size_t           kv_bytes;           /* KV cache of all engines */
 };
 
 static void logf_(serve *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -89,6 +93,8 @@ static void define_metrics(metrics *mx)
     metrics_define(mx, "hat_running", METRIC_GAUGE, "Jobs in flight, by engine.", NULL, 0);
     metrics_define(mx, "hat_batch_size", METRIC_HISTOGRAM, "Sequences in one engine step.", batch, 10);
     metrics_define(mx, "hat_kv_cache_bytes", METRIC_GAUGE, "KV cache allocated by the engines.", NULL, 0);
+    metrics_define(mx, "hat_engine_info", METRIC_GAUGE, "1 for each engine, labelled with the device it "
+                   "decodes on and the precision of its weights and KV cache.", NULL, 0);
     metrics_define(mx, "hat_mtp_drafted_tokens_total", METRIC_COUNTER, "MTP draft tokens verified, by engine; "
                    "acceptance = accepted / drafted.", NULL, 0);
     metrics_define(mx, "hat_mtp_accepted_tokens_total", METRIC_COUNTER, "MTP draft tokens accepted.", NULL, 0);
@@ -659,7 +665,8 @@ serve *serve_new(const serve_config *c, json_t *h, char **err)
     if (s->c.max_context <= 0) s->c.max_context = 4096;
     s->im_end = s->c.t ? tok_token_id(s->c.t, "<|im_end|>") : -1;
     s->eos = s->c.m && s->c.m->cfg.eos_token_id != s->im_end ? s->c.m->cfg.eos_token_id : -1;
-    s->r = rollout_new(s->c.m, s->c.t, s->c.w, s->c.slots, s->c.max_context, err);
+    s->c.dev.mtp = s->c.mtp > 0;
+    s->r = rollout_open(s->c.m, s->c.t, s->c.w, s->c.slots, s->c.max_context, &s->c.dev, err);
     if (!s->r) { free(s); return NULL; }
     if (s->c.policy) {
         if (strcmp(s->c.policy, "teacher") || !(s->teach = teacher_new())) {
@@ -673,12 +680,31 @@ serve *serve_new(const serve_config *c, json_t *h, char **err)
     }
     rollout_set_name(s->r, s->c.model_name);
     if (s->c.m && s->c.t) {
-        s->e = gen_new(s->c.m, s->c.slots, s->c.max_context);
+        if (!(s->e = gen_open(s->c.m, s->c.slots, s->c.max_context, &s->c.dev, err))) {
+            rollout_free(s->r);
+            sim_free(s->tsim);
+            teacher_free(s->teach);
+            free(s);
+            return NULL;
+        }
         s->chat = xcalloc(s->c.slots, sizeof *s->chat);
     }
+    /* Both engines follow the same rules from the same model, so they
+     * decode on the same device; each still reports its own. */
+    s->device = rollout_device(s->r);
+    s->precision = !strcmp(s->device, "cuda") ? model_cuda_precision_name(s->c.dev.precision) : "fp32";
     s->mx = metrics_new();
     define_metrics(s->mx);
-    metrics_set(s->mx, "hat_kv_cache_bytes", "", (double)serve_kv_bytes(&s->c) * (s->e ? 2 : 1));
+    for (int i = 0; i < (s->e ? 2 : 1); i++) {
+        const char *dv = i ? gen_device_name(s->e) : s->device;
+        int gpu16 = !strcmp(dv, "cuda") && s->c.dev.precision == GEN_CUDA_BF16;
+        s->kv_bytes += serve_kv_bytes(&s->c) / (gpu16 ? 2 : 1);   /* bf16 on the GPU: 2 bytes */
+        char l[96];
+        snprintf(l, sizeof l, "engine=\"%s\",device=\"%s\",precision=\"%s\"", i ? "chat" : "agent", dv,
+                 gpu16 ? "bf16" : "fp32");
+        metrics_set(s->mx, "hat_engine_info", l, 1);
+    }
+    metrics_set(s->mx, "hat_kv_cache_bytes", "", (double)s->kv_bytes);
     metrics_set(s->mx, "hat_queue_depth", "", 0);
     s->h = json_incref(h);
     if (s->c.harness_path) s->hsig = s->hsig_seen = harness_signature(s->c.harness_path);
@@ -732,8 +758,10 @@ json_t *serve_stats(serve *s)
                           "requests", (json_int_t)s->nreq, "harness", "name", hname(h, "name"),
                           "version", hname(h, "version"), "reloads", (json_int_t)s->reloads,
                           "reload_failures", (json_int_t)s->reload_failures,
-                          "kv_cache_bytes", (json_int_t)serve_kv_bytes(&s->c) * (s->e ? 2 : 1),
+                          "kv_cache_bytes", (json_int_t)s->kv_bytes,
                           "draining", s->draining, "mtp");
+    json_object_set_new(o, "device", json_string(s->device));
+    json_object_set_new(o, "precision", json_string(s->precision));
     if (s->c.mtp > 0) {
         double d = 0, a = 0;
         for (int i = 0; i < 2; i++) {
