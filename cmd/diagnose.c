@@ -20,7 +20,7 @@ static const char usage[] =
     "                [--skip-bad] [-o FILE] [VERDICTS...]\n"
     "       diagnose evolve --ckpt CKPT --world FILE --harness H --edited H2 --cases FILE\n"
     "                [--tokenizer FILE] [--max-tokens N] [--max-turns N] [--batch N]\n"
-    "                [--seed N] [-o FILE]\n"
+    "                [--device cpu|cuda|auto] [--precision bf16|fp32] [--seed N] [-o FILE]\n"
     "Group failed verdicts (judge(1) lines or rollout --judge trajectories) by judge\n"
     "reason and by harness element (tool, skill, prompt block, hook), with examples.\n"
     "  --harness H     harness of verdicts whose trajectory carries none\n"
@@ -29,10 +29,12 @@ static const char usage[] =
     "  --examples N    examples per group (default 3)\n"
     "  --json          JSONL groups instead of text\n"
     "evolve: play the cases' tasks with the model under H and under the edited H2,\n"
-    "judge both, and report error rates and the error reduction (JSON).\n";
+    "judge both, and report error rates and the error reduction (JSON).\n"
+    "  --device D      where the model decodes (default cpu; see rollout(1))\n"
+    "  --precision P   on cuda: bf16 (default) or fp32\n";
 
 enum { O_HARNESS = 1, O_TRAJ, O_CASES, O_EXAMPLES, O_JSON, O_CKPT, O_WORLD, O_EDITED, O_TOK,
-       O_MAXTOK, O_TURNS, O_BATCH };
+       O_MAXTOK, O_TURNS, O_BATCH, O_DEVICE, O_PRECISION };
 
 typedef struct {
     cli_common c;
@@ -40,6 +42,7 @@ typedef struct {
     const char *traj[16];
     int ntraj, examples, json, batch;
     rollout_params p;
+    gen_device dev;
 } opts;
 
 /* id → harness from the "harness" of each line of path (keyed by key). */
@@ -135,20 +138,22 @@ static int run_evolve(opts *o)
         hat_warn("evolve needs --ckpt, --world, --harness, --edited and --cases");
         return EXIT_USAGE;
     }
-    int rc = EXIT_FAIL;
+    char *err = NULL;     /* the device first: a missing GPU fails before any loading */
+    int rc = gen_device_check(&o->dev, &err);
+    if (rc) { hat_errat(NULL, 0, "%s", err); free(err); return rc; }
+    rc = EXIT_FAIL;
     ckpt k = { 0 };
     tokenizer *t = NULL;
     world *w = NULL;
     judge *j = NULL;
     json_t *h = NULL, *h2 = NULL, *cases = NULL, *res = NULL;
-    char *err = NULL;
     if (ckpt_load(&k, o->ckpt)) goto done;
     if (ckpt_tokenizer(&k, o->ckpt, o->tok, 1, &t)) goto done;
     if (!(w = world_load(o->world)) || !(h = harness_load(o->harness)) || !(h2 = harness_load(o->edited)) ||
         !(cases = load_cases(o->cases)))
         goto done;
     if (!(j = judge_new(w, NULL, &err))) { hat_warn("judge: %s", err); goto done; }
-    diag_evolve_opts eo = { k.m, t, w, j, NULL, NULL, o->p, o->batch, o->c.seed };
+    diag_evolve_opts eo = { k.m, t, w, j, NULL, NULL, o->p, o->batch, o->c.seed, &o->dev };
     if (!(res = diag_evolve(&eo, cases, h, h2, &err))) { hat_errat(o->cases, 0, "%s", err); goto done; }
     hat_out *out = out_open(o->c.output);
     if (!out) goto done;
@@ -176,11 +181,13 @@ int main(int argc, char **argv)
         { "world", required_argument, NULL, O_WORLD }, { "edited", required_argument, NULL, O_EDITED },
         { "tokenizer", required_argument, NULL, O_TOK }, { "max-tokens", required_argument, NULL, O_MAXTOK },
         { "max-turns", required_argument, NULL, O_TURNS }, { "batch", required_argument, NULL, O_BATCH },
+        { "device", required_argument, NULL, O_DEVICE }, { "precision", required_argument, NULL, O_PRECISION },
         { 0, 0, 0, 0 } };
     cli_spec spec = { usage, "", longs };
     opts o = { 0 };
     o.examples = 3;
     o.batch = 8;
+    o.dev = (gen_device)GEN_DEVICE_INIT;
     rollout_params rp = ROLLOUT_PARAMS_INIT;
     o.p = rp;
     int opt, evolve = 0;
@@ -203,6 +210,8 @@ int main(int argc, char **argv)
         case O_MAXTOK: o.p.max_tokens = (int)cli_long(&spec, "--max-tokens", optarg, 1, 1 << 20); break;
         case O_TURNS: o.p.max_turns = (int)cli_long(&spec, "--max-turns", optarg, 1, ROLLOUT_MAX_TURNS); break;
         case O_BATCH: o.batch = (int)cli_long(&spec, "--batch", optarg, 1, 4096); break;
+        case O_DEVICE: o.dev.device = gen_device_arg(&spec, optarg); break;
+        case O_PRECISION: o.dev.precision = gen_precision_arg(&spec, optarg); break;
         }
     }
     if (evolve) {

@@ -338,7 +338,7 @@ char *diag_text(const json_t *groups)
 static int play(const diag_evolve_opts *o, const json_t *cases, const json_t *h, int *pass,
                 json_t *reasons, char **err)
 {
-    rollout *r = rollout_new(o->m, o->t, o->w, o->batch > 0 ? o->batch : 8, 0, err);
+    rollout *r = rollout_open(o->m, o->t, o->w, o->batch > 0 ? o->batch : 8, 0, o->dev, err);
     if (!r) return -1;
     rollout_set_judge(r, o->j);
     if (o->policy) rollout_set_policy(r, o->policy, o->policy_ctx);

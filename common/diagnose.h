@@ -52,6 +52,7 @@ typedef struct {
     rollout_params    p;
     int               batch;
     uint64_t          seed;
+    const gen_device *dev;      /* where the model decodes (NULL = the CPU) */
 } diag_evolve_opts;
 
 /* Play every case with a "task" under h and under edited; cases is an

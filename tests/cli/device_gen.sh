@@ -1,5 +1,6 @@
 # device_gen.sh — --device / --precision of every program that decodes
-# (generate, rollout, serve; generate_device.sh has generate's own cases):
+# (generate, rollout, serve, diagnose evolve; generate_device.sh has
+# generate's own cases):
 # a bad value is a usage error, --mtp with --device cuda is one, --device
 # auto --mtp decodes on the CPU.  Without a GPU (or CUDA back end):
 # --device cuda fails with one line naming the reason, exit 1, and writes
@@ -64,6 +65,15 @@ serve --ckpt "$T/m.ckpt" $S <"$T/req.jsonl" 2>/dev/null >"$T/s_def.jsonl"
 answers "$T/s_def.jsonl" >"$T/s_def"
 same "serve: default = --device cpu" "$T/s_cpu" "$T/s_def"
 generate $G --device cpu "$T/p.jsonl" >"$T/g_cpu.jsonl"
+# diagnose evolve plays cases under two harnesses through rollout
+evalset --world "$T/w.json" --harness "$T/hs.json" --sets live -n 3 --seed 5 -o "$T/cases.jsonl"
+jq -c '.tools |= .[0:1]' "$T/hs.json" >"$T/hs2.json"
+D="evolve --ckpt $T/m.ckpt --world $T/w.json --harness $T/hs.json --edited $T/hs2.json --cases $T/cases.jsonl --max-tokens 12 --max-turns 2"
+ok "diagnose evolve --device cpu" diagnose $D --device cpu -o "$T/d_cpu.json"
+diagnose $D -o "$T/d_def.json" 2>/dev/null
+same "diagnose: default = --device cpu" "$T/d_cpu.json" "$T/d_def.json"
+fails "diagnose --device tpu is a usage error" 2 diagnose $D --device tpu
+has "diagnose --device message" "$T/.err" '^diagnose: --device: must be cpu, cuda or auto \(not "tpu"\)'
 
 # --- auto with --mtp decodes on the CPU, GPU or not (MTP drafting is CPU-only)
 rollout --ckpt "$T/mtp.ckpt" $R --logprobs --mtp 2 --device cpu "$T/t.jsonl" >"$T/rm_cpu.jsonl" 2>/dev/null
@@ -114,6 +124,8 @@ if rollout --ckpt "$T/m.ckpt" $R --logprobs --device cuda --precision fp32 -o "$
     has "serve: the CPU's agent answer is there" "$T/sc3" '"role":"assistant"'
     same "serve cuda fp32: greedy agent = cpu" "$T/sc3" "$T/sg3"
     health "serve --device cuda" cuda bf16 --ckpt "$T/m.ckpt" --device cuda
+    ok "diagnose evolve cuda fp32" diagnose $D --device cuda --precision fp32 -o "$T/d_gpu.json"
+    same "diagnose cuda fp32 = cpu" "$T/d_cpu.json" "$T/d_gpu.json"
     health "serve --device auto" cuda bf16 --ckpt "$T/m.ckpt" --device auto
 else
     # --- no GPU or no CUDA back end: one line naming the reason, exit 1, no output
@@ -139,4 +151,10 @@ else
     answers "$T/.out" >"$T/s_auto"
     same "serve: auto = cpu without a GPU" "$T/s_cpu" "$T/s_auto"
     health "serve --device auto" cpu fp32 --ckpt "$T/m.ckpt" --device auto --precision bf16
+    fails "diagnose --device cuda without a GPU" 1 diagnose $D --device cuda -o "$T/d_gpu.json"
+    has "diagnose: the reason" "$T/.err" "^diagnose: $reason"
+    [ "$(wc -l <"$T/.err")" -eq 1 ] && pass "diagnose: one line" || flunk "diagnose: one line" "$(cat "$T/.err")"
+    [ ! -e "$T/d_gpu.json" ] && pass "diagnose: no output file" || flunk "diagnose: no output file"
+    ok "diagnose --device auto" diagnose $D --device auto -o "$T/d_auto.json"
+    same "diagnose: auto = cpu without a GPU" "$T/d_cpu.json" "$T/d_auto.json"
 fi
