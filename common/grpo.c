@@ -266,6 +266,7 @@ struct grpo {
     json_t          *judged_h;   /* the judge caches harnesses by address: keep the last alive */
     model_cuda      *d, *dref;   /* on a GPU (grpo_use_device): the policy's copy
                                     (borrowed) and the reference's (owned) */
+    gen_device       gdev;       /* where the rollouts decode */
 };
 
 /* One finished conversation with its scores and its token units. */
@@ -302,6 +303,7 @@ grpo *grpo_new(const grpo_config *c, model *policy, const model *ref, const toke
     g->convs = convs;
     g->max_len = max_len;
     g->c = *c;
+    g->gdev = (gen_device)GEN_DEVICE_INIT;
     g->m = policy;
     g->ref = (model *)ref;   /* its activations are scratch; its weights are never written */
     g->t = t;
@@ -330,6 +332,10 @@ int grpo_use_device(grpo *g, train_device *td)
     /* the reference is read only for the KL term */
     if (g->c.lc.beta != 0 && !(g->dref = model_cuda_new_frozen(g->ref, td->precision))) return -1;
     g->d = td->mc;
+    /* the rollouts decode there too where the GPU engine takes the model
+     * (auto: else the CPU, as with MTP drafts); each batch's fresh engine
+     * uploads the weights the last step downloaded */
+    g->gdev = (gen_device){ HAT_DEVICE_AUTO, td->precision, g->c.rp.mtp_k > 0 };
     return 0;
 }
 
@@ -382,7 +388,7 @@ static int play(grpo *g, const json_t **tasks, json_t **harness, int n, uint64_t
     /* a fresh engine per batch: the samples then depend only on the
      * weights and the streams, not on what an earlier batch left in the
      * decoding engine, so a resumed run plays what the uninterrupted one did */
-    g->r = rollout_new(g->m, g->t, g->w, g->convs, g->max_len, err);
+    g->r = rollout_open(g->m, g->t, g->w, g->convs, g->max_len, &g->gdev, err);
     if (!g->r) return -1;
     while (got < total) {
         while (added < total) {

@@ -138,6 +138,7 @@ struct opd {
     int              max_len;
     model_cuda      *ds, *dt;    /* on a GPU (opd_use_device): the student's copy
                                     (borrowed) and the teacher's (owned) */
+    gen_device       gdev;       /* where the student samples */
 };
 
 typedef struct {
@@ -172,6 +173,7 @@ opd *opd_new(const opd_config *c, model *student, model *teacher, const tokenize
     if (im_end < 0) { *err = xstrdup("the tokenizer has no <|im_end|> token"); return NULL; }
     opd *o = xcalloc(1, sizeof *o);
     o->c = *c;
+    o->gdev = (gen_device)GEN_DEVICE_INIT;
     o->s = student;
     o->t = teacher;
     o->tok = t;
@@ -219,6 +221,10 @@ int opd_use_device(opd *o, train_device *td)
     if (!td || !td->cuda) return 0;
     if (!(o->dt = model_cuda_new_frozen(o->t, td->precision))) return -1;
     o->ds = td->mc;
+    /* the student samples there too where the GPU engine takes the model
+     * (auto: else the CPU); each batch's fresh engine uploads the weights
+     * the last step downloaded */
+    o->gdev = (gen_device){ HAT_DEVICE_AUTO, td->precision, 0 };
     return 0;
 }
 
@@ -254,7 +260,9 @@ static void sample_all(opd *o, const long *recs, int n, uint64_t seed, uint64_t 
     /* a fresh engine per batch: a step's samples then depend only on the
      * weights and the streams, never on what an earlier step left in it,
      * and a resumed run samples exactly what the uninterrupted one did */
-    o->e = gen_new(o->s, cap, o->max_len);
+    char *why = NULL;
+    o->e = gen_open(o->s, cap, o->max_len, &o->gdev, &why);   /* cpu or auto: never NULL */
+    free(why);
     while (done < total) {
         while (added < total) {
             const tok_ids *pr = &o->pids[recs[added / K]];

@@ -41,7 +41,7 @@ num() { sed -n "s/.*\"$1\":\(-\{0,1\}[0-9][0-9.eE+-]*\).*/\1/p"; }   # a number 
 # tokens/s out of generate --stats (stderr, the last line)
 gstat() { tail -n 1 "$1" | num "$2"; }
 
-for p in model-init sft-step generate rollout serve world-gen task-gen traj-gen tok-train; do
+for p in model-init sft-step generate rollout serve grpo-step world-gen task-gen traj-gen tok-train; do
     [ -x "$B/$p" ] || { echo "{\"check\":\"programs_built\",\"ok\":false,\"missing\":\"bin/$p\"}"; exit 1; }
 done
 
@@ -204,6 +204,28 @@ if [ $gpu = 1 ]; then
     done
 else
     skip rollout_cuda_fp32; skip rollout_cuda_bf16
+fi
+
+# ---- grpo-step: the policy trains on the GPU and its rollouts decode there
+# too; in fp32 the first step plays the CPU's rollouts (the same ids), so
+# its reward is the CPU's to the last digit
+GR="--init $rd/m.ckpt --world $rd/w.json --harness $H --groups 2 --group-size 4 --max-tokens 16 --max-turns 2 --steps 2 --lr 1e-3"
+grpo() {   # DEVICE PRECISION
+    OMP_NUM_THREADS=$threads run timeout 120 "$B/grpo-step" $GR --device $1 --precision $2 \
+        --metrics "$rd/grpo-$1-$2.jsonl" -o "$rd/grpo-$1-$2.ckpt" "$rd/t.jsonl" 2>"$rd/grpo-$1-$2.err"
+}
+grpo cpu fp32; rc=$?
+r0=$(head -n 1 "$rd/grpo-cpu-fp32.jsonl" 2>/dev/null | num reward)
+[ $rc -eq 0 ] && [ -n "$r0" ] && ok=true || ok=false
+verdict grpo_cpu $ok "\"rc\":$rc,\"step1_reward\":${r0:-null}"
+if [ $gpu = 1 ]; then
+    grpo cuda fp32; rc=$?
+    r1=$(head -n 1 "$rd/grpo-cuda-fp32.jsonl" 2>/dev/null | num reward)
+    [ $rc -eq 0 ] && [ -n "$r1" ] && [ "$r0" = "$r1" ] && ok=true || ok=false
+    verdict grpo_cuda_fp32 $ok "\"rc\":$rc,\"step1_reward\":${r1:-null},\"cpu\":${r0:-null}"
+    [ $ok = true ] || tail -n 5 "$rd/grpo-cuda-fp32.err" >&2
+else
+    skip grpo_cuda_fp32
 fi
 
 M='"messages":[{"role":"system","content":"You are a host."},{"role":"user","content":"hi, price of P001?"}]'
