@@ -847,20 +847,6 @@ json_t *sim_tool_content(sim *s, const char *name, const json_t *arguments, cons
 
 /* ---- reply measures ------------------------------------------------------------ */
 
-long sim_count_chars(const char *text)
-{
-    long n = 0;
-    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)text;
-    utf8proc_int32_t c;
-    for (;;) {
-        utf8proc_ssize_t k = utf8proc_iterate(p, -1, &c);
-        if (k <= 0 || c == 0) break;
-        p += k;
-        n++;
-    }
-    return n;
-}
-
 static int is_emoji(utf8proc_int32_t c)
 {
     return (c >= 0x1F300 && c <= 0x1FAFF && !(c >= 0x1F3FB && c <= 0x1F3FF))
@@ -871,8 +857,8 @@ static int is_emoji(utf8proc_int32_t c)
 
 void sim_count_measures(const char *text, long *chars, long *emoji)
 {
-    /* sim_count_chars and sim_count_emoji in one walk: both stop at the
-     * same place (the first invalid sequence or the NUL). */
+    /* Characters and emoji in one walk, up to the first invalid sequence
+     * or the NUL; a ZWJ sequence is one emoji. */
     long n = 0, e = 0;
     const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)text;
     utf8proc_int32_t c, prev = 0;
@@ -888,19 +874,18 @@ void sim_count_measures(const char *text, long *chars, long *emoji)
     *emoji = e;
 }
 
+long sim_count_chars(const char *text)
+{
+    long n, e;
+    sim_count_measures(text, &n, &e);
+    return n;
+}
+
 long sim_count_emoji(const char *text)
 {
-    long n = 0;
-    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)text;
-    utf8proc_int32_t c, prev = 0;
-    for (;;) {
-        utf8proc_ssize_t k = utf8proc_iterate(p, -1, &c);
-        if (k <= 0 || c == 0) break;
-        p += k;
-        if (is_emoji(c) && prev != 0x200D) n++;     /* a ZWJ sequence is one emoji */
-        prev = c;
-    }
-    return n;
+    long n, e;
+    sim_count_measures(text, &n, &e);
+    return e;
 }
 
 static int word_char(unsigned char c) { return isalnum(c) || c == '_'; }
