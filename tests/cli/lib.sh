@@ -22,3 +22,17 @@ fails() {
 same() { if cmp -s "$2" "$3"; then pass "$1"; else flunk "$1" "$2 and $3 differ"; fi; }
 has() { if grep -Eq -- "$3" "$2"; then pass "$1"; else flunk "$1" "no /$3/ in $2: $(head -c 400 "$2")"; fi; }
 hasnt() { if grep -Eq -- "$3" "$2"; then flunk "$1" "unexpected /$3/ in $2"; else pass "$1"; fi; }
+# tiny_agent DIR N: a 30-product world, N tasks, their teacher trajectories,
+# a 700-id chat tokenizer trained on them and a tiny random model with it
+# (DIR/w.json t.jsonl traj.jsonl tok.json cfg.json m.ckpt).
+tiny_agent() {
+    world-gen --seed 2 --products 30 -o "$1/w.json"
+    task-gen --world "$1/w.json" -n "$2" --seed 3 -o "$1/t.jsonl"
+    traj-gen --world "$1/w.json" --harness "$HAT_TOP/examples/harness" --think 0.3 -o "$1/traj.jsonl" "$1/t.jsonl"
+    tok-train --chat -n 700 -o "$1/tok.json" "$1/traj.jsonl"
+    cat >"$1/cfg.json" <<'J'
+{"vocab_size":704,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
+ "num_attention_heads":2,"num_key_value_heads":1,"head_dim":16,"max_position_embeddings":4096}
+J
+    model-init --config "$1/cfg.json" --std 0.5 --seed 4 --tokenizer "$1/tok.json" -o "$1/m.ckpt"
+}

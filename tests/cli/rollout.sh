@@ -9,15 +9,7 @@ H="$HAT_TOP/examples/harness"
 # same for any thread count).
 export OMP_NUM_THREADS=1
 
-world-gen --seed 2 --products 30 -o "$T/w.json"
-task-gen --world "$T/w.json" -n 5 --seed 3 -o "$T/t.jsonl"
-traj-gen --world "$T/w.json" --harness "$H" --think 0.3 -o "$T/traj.jsonl" "$T/t.jsonl"
-tok-train --chat -n 700 -o "$T/tok.json" "$T/traj.jsonl"
-cat >"$T/cfg.json" <<'J'
-{"vocab_size":704,"hidden_size":32,"intermediate_size":64,"num_hidden_layers":2,
- "num_attention_heads":2,"num_key_value_heads":1,"head_dim":16,"max_position_embeddings":4096}
-J
-model-init --config "$T/cfg.json" --std 0.5 --seed 4 --tokenizer "$T/tok.json" -o "$T/m.ckpt"
+tiny_agent "$T" 5
 model-init --config "$T/cfg.json" --seed 4 -o "$T/notok.ckpt"
 # Most runs use a cut-down harness: the engine re-reads the whole context
 # every turn, and the example harness's system prompt is ~2,000 tokens here.
