@@ -618,6 +618,7 @@ static void step_agent(serve *s)
 static void *scheduler(void *arg)
 {
     serve *s = arg;
+    device_bind_thread();     /* the engines' GPU (HAT_CUDA_DEVICE), not GPU 0 */
     pthread_mutex_lock(&s->mu);
     for (;;) {
         pthread_mutex_unlock(&s->mu);

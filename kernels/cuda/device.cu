@@ -81,6 +81,11 @@ extern "C" int device_init(int ordinal)
 
 extern "C" int device_ready(void) { return g_ready; }
 
+extern "C" void device_bind_thread(void)
+{
+    if (g_ready) CUDA_CHECK(cudaSetDevice(g_ordinal));
+}
+
 /* Dense bf16 tensor-core peaks (TFLOP/s) by product name, from vendor
  * datasheets; anything not listed is "unknown" (0), never a guess. */
 static double peak_bf16(const char *name)

@@ -37,6 +37,11 @@ const char *device_name(hat_device d);          /* "cpu", "cuda", "auto" */
 int         device_available(void);
 /* 1 when this build has the CUDA back end (compiled with HAT_CUDA). */
 int         device_compiled(void);
+/* Make the GPU that device_init chose current in the calling thread too
+ * (the CUDA runtime's current device is per thread: a thread that did
+ * not call device_init would use GPU 0).  A no-op before device_init and
+ * in a build without CUDA; safe anywhere. */
+void        device_bind_thread(void);
 /* AUTO -> CUDA when a GPU is available, else CPU.  CUDA without one (or
  * in a build without CUDA) -> INVALID with *why set to the reason. */
 hat_device  device_resolve(hat_device d, const char **why);

@@ -28,6 +28,7 @@ const char *device_name(hat_device d)
 #ifndef HAT_CUDA
 int device_available(void) { return 0; }
 int device_compiled(void) { return 0; }
+void device_bind_thread(void) {}
 #endif
 
 hat_device device_resolve(hat_device d, const char **why)
