@@ -51,21 +51,25 @@ typedef struct {
     /* loaded */
     world  *w;
     judge  *j;
-    json_t *task_index, *h0;
+    task_index *tasks_by_id;
+    int     keep_lines;          /* the index keeps each task's line (calibrate, annotate) */
+    json_t *h0;
     long    bad;
 } opts;
 
 /* ---- loading ------------------------------------------------------------------- */
 
-/* The task index holds each good task's line, not its parse: a line is
- * parsed again when a trajectory needs it (task_of).  Tens of thousands of
- * parsed tasks kept from start-up cost more in page faults and cache
- * misses than parsing each again, fresh in the cache, when it is used. */
+/* The task index holds each good task as a view (tasks.h): the few C
+ * values the judge reads, in one arena.  Tens of thousands of parsed
+ * tasks kept from start-up cost more in page faults and cache misses than
+ * parsing each again when it is used, and that costs more than the view.
+ * calibrate and annotate also keep the line, to parse for the verdict's
+ * JSON (task_json). */
 #define TASK_FLAGS (JSON_ALLOW_NUL | JSON_DECODE_ANY)   /* as jsonl_next reads them */
 
 static int load_tasks(opts *o)
 {
-    o->task_index = json_object();
+    o->tasks_by_id = task_index_new();
     int rc = 0;
     for (int i = 0; i < o->ntasks && !rc; i++) {
         jsonl_reader *r = jsonl_open(o->tasks[i], o->c.skip_bad);
@@ -82,10 +86,9 @@ static int load_tasks(opts *o)
                 if (!o->c.skip_bad) { rc = -1; break; }
                 continue;
             }
-            /* The line's bytes, as a string value: a container, never written out. */
-            size_t n;
-            const char *text = jsonl_text(r, &n);
-            json_object_set_new(o->task_index, json_string_value(json_object_get(t, "id")), json_stringn_nocheck(text, n));
+            size_t n = 0;
+            const char *text = o->keep_lines ? jsonl_text(r, &n) : NULL;
+            task_index_add(o->tasks_by_id, t, text, n);
             json_decref(t);
         }
         if (k < 0) rc = -1;
@@ -117,28 +120,26 @@ static void free_common(opts *o)
 {
     judge_free(o->j);
     world_free(o->w);
-    json_decref(o->task_index);
+    task_index_free(o->tasks_by_id);
     json_decref(o->h0);
 }
 
-/* Task tid parsed from its line in the index (new ref), or NULL when the
- * index has no such id.  The line parsed when it was loaded, so it parses
- * again to the same value. */
-static json_t *task_of(const opts *o, const char *tid)
+/* An indexed task parsed from its kept line (new ref).  The line parsed
+ * when it was loaded, so it parses again to the same value. */
+static json_t *task_json(const task_view *t)
 {
-    const json_t *line = json_object_get(o->task_index, tid);
-    if (!line) return NULL;
     json_error_t e;
-    json_t *t = json_loadb_quick(json_string_value(line), json_string_length(line), TASK_FLAGS, &e);
-    if (!t) hat_die("task '%s' no longer parses: %s", tid, e.text);
-    return t;
+    json_t *j = json_loadb_quick(t->line, t->line_len, TASK_FLAGS, &e);
+    if (!j) hat_die("task '%s' no longer parses: %s", t->id, e.text);
+    return j;
 }
 
 /* ---- scoring a file of trajectories --------------------------------------------- */
 
-/* Called per scored line with the trajectory, its task and verdict
- * (borrowed); returns 0 or -1 to stop. */
-typedef int (*on_verdict)(void *arg, json_t *traj, const json_t *task, const judge_verdict *v);
+/* Called per scored line with the trajectory, its task (the inline one,
+ * else NULL and the indexed view) and verdict (borrowed); returns 0 or -1
+ * to stop. */
+typedef int (*on_verdict)(void *arg, json_t *traj, const json_t *task, const task_view *tv, const judge_verdict *v);
 
 static int score_files(opts *o, int nfiles, char **files, on_verdict cb, void *arg)
 {
@@ -166,16 +167,17 @@ static int score_files(opts *o, int nfiles, char **files, on_verdict cb, void *a
             }
             const json_t *task = json_object_get(rec, "task"), *h = json_object_get(rec, "harness");
             const char *tid = json_string_value(json_object_get(rec, "task_id"));
-            json_t *indexed = NULL;
+            const task_view *tv = NULL;
             if (!json_is_object(rec)) err = xstrdup("a trajectory must be a JSON object");
             else if (!task && !tid) err = xstrdup("no \"task_id\" and no inline \"task\"");
-            else if (!task && !(task = indexed = task_of(o, tid)))
+            else if (!task && !(tv = o->tasks_by_id ? task_index_get(o->tasks_by_id, tid) : NULL))
                 err = xasprintf("unknown task id '%s'%s", tid, o->ntasks ? "" : " (give --tasks)");
             else if (!json_is_object(h) && !(h = o->h0))
                 err = xstrdup("no harness: give --harness or an inline \"harness\"");
             else if (!json_is_array(json_object_get(rec, "messages"))) err = xstrdup("missing \"messages\" array");
             judge_verdict v;
-            if (!err && judge_score(o->j, task, h, json_object_get(rec, "messages"), &v)) {
+            const json_t *msgs = json_object_get(rec, "messages");
+            if (!err && (task ? judge_score(o->j, task, h, msgs, &v) : judge_score_view(o->j, tv, h, msgs, &v))) {
                 err = xstrdup(json_string_value(json_object_get(json_array_get(v.reasons, 0), "detail")));
                 judge_verdict_clear(&v);
             }
@@ -185,10 +187,9 @@ static int score_files(opts *o, int nfiles, char **files, on_verdict cb, void *a
                 o->bad++;
                 if (!o->c.skip_bad) rc = -1;
             } else {
-                rc = cb(arg, rec, task, &v);
+                rc = cb(arg, rec, task, tv, &v);
                 judge_verdict_clear(&v);
             }
-            json_decref(indexed);
             json_decref(rec);
         }
         if (k < 0) rc = -1;
@@ -200,11 +201,12 @@ static int score_files(opts *o, int nfiles, char **files, on_verdict cb, void *a
 
 typedef struct { hat_out *out; sbuf b; } writer;
 
-static int write_verdict(void *arg, json_t *traj, const json_t *task, const judge_verdict *v)
+static int write_verdict(void *arg, json_t *traj, const json_t *task, const task_view *tv, const judge_verdict *v)
 {
     writer *w = arg;
     sbuf_reset(&w->b);
-    judge_verdict_line(&w->b, v, traj, task);
+    if (task) judge_verdict_line(&w->b, v, traj, task);
+    else judge_verdict_line_view(&w->b, v, traj, tv);
     return out_write(w->out, w->b.s, w->b.len);
 }
 
@@ -231,10 +233,12 @@ static int cmd_score(opts *o, int nfiles, char **files)
 
 typedef struct { json_t *by_id; } collect;
 
-static int keep_verdict(void *arg, json_t *traj, const json_t *task, const judge_verdict *v)
+static int keep_verdict(void *arg, json_t *traj, const json_t *task, const task_view *tv, const judge_verdict *v)
 {
     collect *c = arg;
-    json_t *vj = judge_verdict_json(v, traj, task);
+    json_t *parsed = task ? NULL : task_json(tv);
+    json_t *vj = judge_verdict_json(v, traj, task ? task : parsed);
+    json_decref(parsed);
     const char *id = json_string_value(json_object_get(vj, "id"));
     if (id) json_object_set(c->by_id, id, vj);
     json_decref(vj);
@@ -284,6 +288,7 @@ static double label_num(const json_t *l, const char *k)
 static int cmd_calibrate(opts *o, int nfiles, char **files)
 {
     if (!o->labels) { hat_warn("calibrate needs --labels FILE"); return EXIT_USAGE; }
+    o->keep_lines = 1;
     int rc = load_common(o, 0);
     if (rc) { free_common(o); return rc; }
     json_t *by_id = json_object();
@@ -358,10 +363,12 @@ done:
 
 typedef struct { judge_item *items; json_t *keep; size_t n, cap; } gather;
 
-static int keep_item(void *arg, json_t *traj, const json_t *task, const judge_verdict *v)
+static int keep_item(void *arg, json_t *traj, const json_t *task, const task_view *tv, const judge_verdict *v)
 {
     gather *g = arg;
-    json_t *verdict = v ? judge_verdict_json(v, traj, task) : NULL;
+    json_t *parsed = task || !tv ? NULL : task_json(tv);
+    json_t *verdict = v ? judge_verdict_json(v, traj, task ? task : parsed) : NULL;
+    json_decref(parsed);
     if (g->n == g->cap) { g->cap = g->cap ? g->cap * 2 : 64; g->items = xrealloc(g->items, g->cap * sizeof *g->items); }
     json_array_append(g->keep, traj);
     if (verdict) json_array_append_new(g->keep, verdict);
@@ -375,6 +382,7 @@ static int cmd_annotate(opts *o, int nfiles, char **files)
 {
     if (!o->labels) { hat_warn("annotate needs --labels FILE"); return EXIT_USAGE; }
     if (!nfiles || is_stdio_path(files[0])) { hat_warn("annotate reads trajectories from a file: the terminal is for the labels"); return EXIT_USAGE; }
+    o->keep_lines = 1;
     int rc = load_common(o, 0);
     if (rc) { free_common(o); return rc; }
     gather g = { NULL, json_array(), 0, 0 };
@@ -385,7 +393,7 @@ static int cmd_annotate(opts *o, int nfiles, char **files)
             if (!r) { rc = -1; break; }
             json_t *t;
             int k;
-            while ((k = jsonl_next(r, &t)) == 1) { keep_item(&g, t, NULL, NULL); json_decref(t); }
+            while ((k = jsonl_next(r, &t)) == 1) { keep_item(&g, t, NULL, NULL, NULL); json_decref(t); }
             if (k < 0 || jsonl_close(r)) rc = -1;
         }
     }

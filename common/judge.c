@@ -28,6 +28,7 @@ struct judge {
     double        cot_budget, cot_scale, cot_max;
     const json_t *ded, *t_decline, *t_redirect, *t_honest, *t_promise, *t_question, *currency;
     json_t       *statuses;        /* order status words of the world */
+    task_arena   *arena;           /* the view of the JSON task being scored */
     /* harness-derived state, rebuilt when the harness pointer changes */
     const json_t *h;
     long          max_chars, max_emoji, max_retries, max_tool_calls, max_turns;
@@ -94,6 +95,7 @@ judge *judge_new(const world *w, const json_t *config, char **err)
     j->w = w;
     j->cfg = c;
     j->s = sim_new(w);
+    j->arena = task_arena_new();
     const json_t *wt = json_object_get(c, "weights"), *p = json_object_get(c, "pass"), *cot = json_object_get(c, "cot");
     for (int i = 0; i < JUDGE_NCOMP; i++) j->weight[i] = num(wt, judge_comp_names[i], 0);
     j->threshold = num(p, "threshold", 0.9);
@@ -129,6 +131,7 @@ void judge_free(judge *j)
 {
     if (!j) return;
     sim_free(j->s);
+    task_arena_free(j->arena);
     json_decref(j->cfg);
     json_decref(j->statuses);
     free(j);
@@ -218,6 +221,14 @@ static const char *any_word(const char *text, const json_t *terms)
     json_t *t;
     json_array_foreach(terms, i, t)
         if (has_word(text, json_string_value(t))) return json_string_value(t);
+    return NULL;
+}
+
+/* any_word over the strings of a task view's list. */
+static const char *any_word_of(const char *text, const char *const *terms, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (has_word(text, terms[i])) return terms[i];
     return NULL;
 }
 
@@ -326,7 +337,9 @@ typedef struct {
     judge         *j;
     judge_verdict *v;
     double         ded[JUDGE_NCOMP];
-    const json_t  *task, *h, *rec;
+    const task_view *t;            /* the task as the checks read it */
+    const json_t  *task;           /* the JSON task, when scored from one */
+    const json_t  *h, *rec;
     const char    *reply;          /* accepted reply, or the last offered one */
     char          *lc;             /* reply lowered by ascii_lower, for has_word */
     int            accepted;
@@ -427,7 +440,7 @@ static int replay(ctx *x, const json_t *msgs, char **err)
         *err = xstrdup("\"messages\" must start with the viewer's user message");
         return -1;
     }
-    json_t *viewer = sim_begin(s, x->task);
+    json_t *viewer = x->task ? sim_begin(s, x->task) : sim_begin_view(s, x->t);
     if (!same_msg(viewer, m0)) mismatch(x, "viewer_mismatch", 0, "viewer message differs from the task");
     json_decref(viewer);
     int done = 0, extra = 0;
@@ -475,26 +488,23 @@ static int replay(ctx *x, const json_t *msgs, char **err)
 /* A fact the reply leaves out may still be contradicted: another price in
  * money, another size of the chart, another order status, another
  * variant, another code.  Returns the competitor (static or borrowed). */
-static const char *competitor(ctx *x, const char *key, const json_t *gold, const rnum *nums, int nn, char *buf, size_t bn)
+static const char *competitor(ctx *x, const char *key, const task_view_fact *gold, const rnum *nums, int nn, char *buf, size_t bn)
 {
     const char *reply = x->reply;
-    const json_t *facts = json_object_get(json_object_get(x->task, "gold"), "facts");
     if (!strcmp(key, "price") || !strcmp(key, "price2")) {
         for (int i = 0; i < nn; i++) {
             if (!nums[i].cur) continue;
             int known = 0;
-            const char *k;
-            json_t *v;
-            json_object_foreach((json_t *)facts, k, v) known |= json_is_number(v) && fabs(json_number_value(v) - nums[i].v) < 1e-6;
+            for (size_t f = 0; f < x->t->nfacts; f++)
+                known |= !x->t->facts[f].str && fabs(x->t->facts[f].num - nums[i].v) < 1e-6;
             if (!known) { snprintf(buf, bn, "%.15g", nums[i].v); return buf; }
         }
         return NULL;
     }
-    const json_t *p = world_product_by_id(x->j->w, sget(json_object_get(x->task, "context"), "product") ?
-                                          sget(json_object_get(x->task, "context"), "product") : "");
+    const json_t *p = world_product_by_id(x->j->w, x->t->product ? x->t->product : "");
     size_t i;
     json_t *o;
-    const char *g = json_string_value(gold);
+    const char *g = gold->str;
     if (!strcmp(key, "size")) {
         json_array_foreach(json_object_get(p, "size_chart"), i, o) {
             const char *sz = sget(o, "size");
@@ -527,18 +537,14 @@ static const char *competitor(ctx *x, const char *key, const json_t *gold, const
 
 static void check_facts(ctx *x, const rnum *nums, int nn)
 {
-    const json_t *facts = json_object_get(json_object_get(x->task, "gold"), "facts");
-    const char *k;
-    json_t *v;
     char buf[64], val[64];
-    json_object_foreach((json_t *)facts, k, v) {
-        int present;
-        if (json_is_number(v)) present = has_number(nums, nn, json_number_value(v));
-        else if (json_is_string(v)) present = strcasestr(x->reply, json_string_value(v)) != NULL;
-        else continue;
+    for (size_t f = 0; f < x->t->nfacts; f++) {
+        const task_view_fact *v = &x->t->facts[f];
+        const char *k = v->key;
+        int present = v->str ? strcasestr(x->reply, v->str) != NULL : has_number(nums, nn, v->num);
         if (present) continue;
-        if (json_is_number(v)) snprintf(val, sizeof val, "%.15g", json_number_value(v));   /* for the reason */
-        else snprintf(val, sizeof val, "%s", json_string_value(v));
+        if (!v->str) snprintf(val, sizeof val, "%.15g", v->num);   /* for the reason */
+        else snprintf(val, sizeof val, "%s", v->str);
         const char *c = competitor(x, k, v, nums, nn, buf, sizeof buf);
         if (c) reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply says %s, the tools say %s", k, c, val);
         else if (!strcmp(k, "alternative")) reason(x, "no_alternative", JUDGE_EFFECTIVENESS, "sold out: in-stock %s not offered", val);
@@ -550,7 +556,6 @@ static void check_reply(ctx *x, int unrecovered)
 {
     judge *j = x->j;
     const char *reply = x->reply;
-    const json_t *gold = json_object_get(x->task, "gold");
     if (!reply) {
         reason(x, "no_reply", JUDGE_EFFECTIVENESS, "no final reply");
         x->ded[JUDGE_ACCURACY] += 1;       /* nothing stated, nothing accurate */
@@ -566,7 +571,7 @@ static void check_reply(ctx *x, int unrecovered)
         reason(x, "not_delivered", JUDGE_ACCURACY, "the held reply never reached the viewer");
     }
     /* accuracy */
-    const char *viewer = sget(json_object_get(x->task, "viewer"), "text");
+    const char *viewer = x->t->text;
     /* The judge's own replay: the simulator has the evidence numbers. */
     char *bad = x->replayed ? sim_unsupported(j->s, reply)
                 : sim_unsupported_value(reply, json_object_get(x->rec, "evidence"), viewer);
@@ -579,16 +584,13 @@ static void check_reply(ctx *x, int unrecovered)
     int nn = reply_numbers(reply, j->currency, nums, 64);
     if (!unrecovered) check_facts(x, nums, nn);
     /* effectiveness */
-    t = any_word(x->lc, json_object_get(gold, "must_not"));
+    t = any_word_of(x->lc, x->t->must_not, x->t->nmust_not);
     if (!t) t = any_word(x->lc, j->banned);
     if (t) reason(x, "banned_claim", JUDGE_EFFECTIVENESS, "banned claim '%s'", t);
-    size_t i;
-    json_t *m;
-    json_array_foreach(json_object_get(gold, "must"), i, m) {
-        const char *c = json_string_value(m);
-        if (!c) continue;
+    for (size_t i = 0; i < x->t->nmust; i++) {
+        const char *c = x->t->must[i];
         if (!strcmp(c, "address_viewer")) {
-            const char *nick = sget(json_object_get(x->task, "viewer"), "nick");
+            const char *nick = x->t->nick;
             const char *p = reply;
             while (*p == ' ' || *p == '\n') p++;
             if (nick && (*p != '@' || strncmp(p + 1, nick, strlen(nick))))
@@ -621,8 +623,7 @@ static void check_reply(ctx *x, int unrecovered)
 static int check_tools(ctx *x)
 {
     const json_t *calls = json_object_get(x->rec, "calls");
-    const json_t *gcalls = json_object_get(json_object_get(x->task, "gold"), "calls");
-    size_t ng = json_array_size(gcalls), nc = json_array_size(calls), i, k;
+    size_t ng = x->t->ncalls, nc = json_array_size(calls), i, k;
     char made[64] = { 0 }, okd[64] = { 0 };
     json_t *c, *e;
     /* Each call's function, and whether it answered (ok or error), read
@@ -663,8 +664,8 @@ static int check_tools(ctx *x)
     if (mt >= 0 && nturns > mt) reason(x, "too_many_turns", JUDGE_TOOLS, "%ld assistant turns, at most %ld allowed", nturns, mt);
     int budget_left = (mc < 0 || ncalls < mc) && (mt < 0 || nturns < mt);
     int unrecovered = 0;
-    json_array_foreach(gcalls, i, c) {
-        const char *fn = sget(c, "function");
+    for (i = 0; i < ng; i++) {
+        const char *fn = x->t->calls[i].function;
         if (!fn || !sim_tool_by_function(x->j->s, fn)) { unrecovered = 1; continue; }   /* no tool: cannot be known */
         if (i < 64 && !made[i]) {
             if (budget_left) reason(x, "missing_call", JUDGE_TOOLS, "needed call %s not made", fn);
@@ -690,6 +691,12 @@ static int in_list(const json_t *list, const char *s)
     return 0;
 }
 
+static int in_strs(const char *const *list, size_t n, const char *s)
+{
+    for (size_t i = 0; s && i < n; i++) if (!strcmp(list[i], s)) return 1;
+    return 0;
+}
+
 static int is_reply_skill(const json_t *sk)
 {
     const char *k = sget(sk, "kind");
@@ -698,16 +705,18 @@ static int is_reply_skill(const json_t *sk)
 
 static void check_skills(ctx *x)
 {
-    json_t *gold = task_gold_skills(x->task), *present = json_array();
-    size_t i;
+    const char *const *gold = x->t->skills;
+    size_t ngold = x->t->nskills, npresent = 0, i;
+    const char *few[8], **present = ngold <= 8 ? few : xmalloc(ngold * sizeof *present);
     json_t *f, *c;
     int gold_reply = 0;
-    json_array_foreach(gold, i, f) {
-        const json_t *sk = sim_skill_by_function(x->j->s, json_string_value(f));
+    for (i = 0; i < ngold; i++) {
+        const json_t *sk = sim_skill_by_function(x->j->s, gold[i]);
         if (!sk) continue;                       /* absent from this harness: not required */
-        json_array_append(present, f);
+        present[npresent++] = gold[i];
         gold_reply |= is_reply_skill(sk);
     }
+    const char *primary = npresent ? present[0] : NULL;
     json_t *loaded = json_array();
     int reply_loaded = 0;
     json_array_foreach(json_object_get(x->rec, "calls"), i, c) {
@@ -719,25 +728,23 @@ static void check_skills(ctx *x)
         reply_loaded |= is_reply_skill(sk);
         const char *fn = sget(c, "function");
         if (fn && !strcmp(fn, "distractor")) reason(x, "distractor_skill", JUDGE_SKILLS, "loaded distractor skill '%s'", sget(c, "skill"));
-        else if (!in_list(gold, fn) && !(is_reply_skill(sk) && !gold_reply) && in_list(loaded, json_string_value(json_array_get(present, 0))))
+        else if (!in_strs(gold, ngold, fn) && !(is_reply_skill(sk) && !gold_reply) && in_list(loaded, primary))
             reason(x, "irrelevant_skill", JUDGE_SKILLS, "skill '%s' (%s) is not needed", sget(c, "skill"), fn);
     }
-    const char *primary = json_string_value(json_array_get(present, 0));
     if (primary && !in_list(loaded, primary)) {
         const char *other = NULL;
         json_array_foreach(loaded, i, f)
-            if (!in_list(gold, json_string_value(f)) && strcmp(json_string_value(f), "distractor")) { other = json_string_value(f); break; }
+            if (!in_strs(gold, ngold, json_string_value(f)) && strcmp(json_string_value(f), "distractor")) { other = json_string_value(f); break; }
         if (other) reason(x, "wrong_skill", JUDGE_SKILLS, "loaded %s, the request needs %s", other, primary);
         else reason(x, "missing_skill", JUDGE_SKILLS, "skill %s not loaded", primary);
     }
-    json_array_foreach(present, i, f)
-        if (i > 0 && !in_list(loaded, json_string_value(f)))
-            reason(x, "missing_secondary_skill", JUDGE_SKILLS, "skill %s not loaded", json_string_value(f));
+    for (i = 1; i < npresent; i++)
+        if (!in_list(loaded, present[i]))
+            reason(x, "missing_secondary_skill", JUDGE_SKILLS, "skill %s not loaded", present[i]);
     if (x->j->has_reply_skill && !reply_loaded)
         reason(x, "no_reply_skill", JUDGE_SKILLS, "no reply skill loaded before the final reply");
     json_decref(loaded);
-    json_decref(present);
-    json_decref(gold);
+    if (present != few) free((void *)present);
 }
 
 /* ---- totals ------------------------------------------------------------------------------ */
@@ -786,13 +793,30 @@ static int bad_input(judge_verdict *out, char *err)
     return -1;
 }
 
-static char *check_args(judge *j, const json_t *task, const json_t *harness)
+/* Checks the arguments and makes x->t from x->task when there is one. */
+static char *check_args(ctx *x, int has_task, const json_t *harness)
 {
     char *err = NULL;
-    if (!json_is_object(task)) return xstrdup("no task");
+    if (!has_task) return xstrdup("no task");
     if (!json_is_object(harness)) return xstrdup("no harness");
-    use_harness(j, harness, &err);
+    use_harness(x->j, harness, &err);
+    if (!err && x->task) {
+        /* The checks read the task through a view of it (borrowed). */
+        task_arena_reset(x->j->arena);
+        x->t = task_view_make(x->j->arena, x->task, TASK_VIEW_BORROW, NULL, 0);
+    }
     return err;
+}
+
+static int score_replay(ctx *x, int has_task, const json_t *messages)
+{
+    char *err = check_args(x, has_task, x->h);
+    if (!err) replay(x, messages, &err);
+    if (err) return bad_input(x->v, err);
+    x->rec = sim_record(x->j->s);
+    x->replayed = 1;
+    score(x);
+    return 0;
 }
 
 int judge_score(judge *j, const json_t *task, const json_t *harness, const json_t *messages, judge_verdict *out)
@@ -800,13 +824,15 @@ int judge_score(judge *j, const json_t *task, const json_t *harness, const json_
     memset(out, 0, sizeof *out);
     out->reasons = json_array();
     ctx x = { .j = j, .v = out, .task = task, .h = harness };
-    char *err = check_args(j, task, harness);
-    if (!err) replay(&x, messages, &err);
-    if (err) return bad_input(out, err);
-    x.rec = sim_record(j->s);
-    x.replayed = 1;
-    score(&x);
-    return 0;
+    return score_replay(&x, json_is_object(task), messages);
+}
+
+int judge_score_view(judge *j, const task_view *task, const json_t *harness, const json_t *messages, judge_verdict *out)
+{
+    memset(out, 0, sizeof *out);
+    out->reasons = json_array();
+    ctx x = { .j = j, .v = out, .t = task, .h = harness };
+    return score_replay(&x, task != NULL, messages);
 }
 
 int judge_score_record(judge *j, const json_t *task, const json_t *harness,
@@ -815,7 +841,7 @@ int judge_score_record(judge *j, const json_t *task, const json_t *harness,
     memset(out, 0, sizeof *out);
     out->reasons = json_array();
     ctx x = { .j = j, .v = out, .task = task, .h = harness, .rec = record };
-    char *err = check_args(j, task, harness);
+    char *err = check_args(&x, json_is_object(task), harness);
     if (!err && !json_is_object(record)) err = xstrdup("no simulator record");
     if (err) return bad_input(out, err);
     const json_t *reps = json_object_get(record, "replies"), *last = json_array_get(reps, json_array_size(reps) - 1);
@@ -909,14 +935,18 @@ static void put_strings(sbuf *b, const json_t *list, int dims)
     sbuf_putc(b, ']');
 }
 
-void judge_verdict_line(sbuf *b, const judge_verdict *v, const json_t *traj, const json_t *task)
+/* The line of judge_verdict_line from task or, without one, from view t
+ * (its JSON texts, made when it was indexed). */
+static void verdict_line(sbuf *b, const judge_verdict *v, const json_t *traj, const json_t *task, const task_view *t)
 {
     sbuf_puts(b, "{\"id\":");
     put_json(b, json_object_get(traj, "id"));
     sbuf_puts(b, ",\"task_id\":");
-    put_json(b, json_object_get(task, "id"));
+    if (t) sbuf_puts(b, t->id_json);
+    else put_json(b, json_object_get(task, "id"));
     sbuf_puts(b, ",\"intent\":");
-    put_json(b, json_object_get(task, "intent"));
+    if (t) sbuf_puts(b, t->intent_json);
+    else put_json(b, json_object_get(task, "intent"));
     sbuf_puts(b, ",\"scores\":{");
     for (int i = 0; i < JUDGE_NCOMP; i++) {
         if (i) sbuf_putc(b, ',');
@@ -933,6 +963,17 @@ void judge_verdict_line(sbuf *b, const judge_verdict *v, const json_t *traj, con
     sbuf_puts(b, ",\"meta\":{\"hsa\":");
     put_strings(b, json_object_get(json_object_get(traj, "meta"), "hsa"), 1);
     sbuf_puts(b, ",\"faults\":");
-    put_strings(b, json_object_get(task, "faults"), 0);
+    if (t) sbuf_puts(b, t->fault_types_json);
+    else put_strings(b, json_object_get(task, "faults"), 0);
     sbuf_puts(b, "}}\n");
+}
+
+void judge_verdict_line(sbuf *b, const judge_verdict *v, const json_t *traj, const json_t *task)
+{
+    verdict_line(b, v, traj, task, NULL);
+}
+
+void judge_verdict_line_view(sbuf *b, const judge_verdict *v, const json_t *traj, const task_view *task)
+{
+    verdict_line(b, v, traj, NULL, task);
 }

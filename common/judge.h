@@ -42,6 +42,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "tasks.h"
 #include "util.h"
 #include "world.h"
 
@@ -82,6 +83,10 @@ int     judge_score(judge *j, const json_t *task, const json_t *harness,
  * are read only for reasoning tokens. */
 int     judge_score_record(judge *j, const json_t *task, const json_t *harness,
                            const json_t *record, const json_t *messages, judge_verdict *out);
+/* judge_score for the view of a checked task (tasks.h: a task_index's),
+ * with the same verdict as for the task itself. */
+int     judge_score_view(judge *j, const task_view *task, const json_t *harness,
+                         const json_t *messages, judge_verdict *out);
 void    judge_verdict_clear(judge_verdict *v);
 /* Recompute total and pass from the component scores under j's weights. */
 void    judge_total(const judge *j, judge_verdict *v);
@@ -93,6 +98,8 @@ json_t *judge_verdict_json(const judge_verdict *v, const json_t *traj, const jso
 /* The same line as compact text, byte for byte json_compact of the above,
  * appended to b with a newline: the fast path of judge(1). */
 void    judge_verdict_line(sbuf *b, const judge_verdict *v, const json_t *traj, const json_t *task);
+/* The same line for a view made with TASK_VIEW_COPY (a task_index's). */
+void    judge_verdict_line_view(sbuf *b, const judge_verdict *v, const json_t *traj, const task_view *task);
 
 /* Reasoning tokens as the CoT budget counts them: runs of non-space
  * characters, each CJK character one token on its own. */

@@ -61,6 +61,17 @@ typedef struct {
 
 #define SIM_ANSWERS 32768         /* slots; the table is emptied when half full */
 
+/* A fault's text as the policy sees it: like a world answer, fixed under
+ * one harness for a tool name and fault type. */
+typedef struct {
+    char       *name, *type;
+    json_t     *text;             /* the string (NULL where the text is not UTF-8) */
+    double     *num;              /* numbers(text) */
+    size_t      nnum;
+} fault_answer;
+
+#define SIM_FAULT_TEXTS 64        /* emptied when full */
+
 struct sim {
     const world  *w;
     const json_t *h;
@@ -80,9 +91,12 @@ struct sim {
     answer       *answers;        /* world answers under h, by call (see lookup) */
     size_t       *used;           /* the slots in use, nanswers of them */
     size_t        nanswers;
+    fault_answer  fault_texts[SIM_FAULT_TEXTS];
+    int           nfault_texts;
     sbuf          key;
     /* conversation */
-    const json_t *task;
+    const task_view *task;        /* the task's view (sim_begin_view) */
+    task_arena   *arena;          /* the view sim_begin makes of a JSON task */
     json_t       *rec, *calls, *skills, *faults, *events, *replies, *evidence;
     long         *attempts;       /* per task fault */
     size_t        nfaults;
@@ -94,6 +108,7 @@ struct sim {
 };
 
 static void numbers(const char *text, int skip_at, double **v, size_t *n, size_t *cap);
+static int fault_recoverable(const json_t *h, const char *type, long times);
 
 /* ---- harness caches ------------------------------------------------------ */
 
@@ -111,6 +126,18 @@ static void clear_answers(sim *s)
         memset(a, 0, sizeof *a);
     }
     s->nanswers = 0;
+}
+
+static void clear_fault_texts(sim *s)
+{
+    for (int i = 0; i < s->nfault_texts; i++) {
+        fault_answer *f = &s->fault_texts[i];
+        free(f->name);
+        free(f->type);
+        json_decref(f->text);
+        free(f->num);
+    }
+    s->nfault_texts = 0;
 }
 
 static void index_list(named_list *l, const json_t *arr)
@@ -144,6 +171,7 @@ const json_t *sim_skill_by_function(const sim *s, const char *fn) { return find_
 static void clear_harness(sim *s)
 {
     clear_answers(s);
+    clear_fault_texts(s);
     s->htools.n = s->hskills.n = 0;
     for (int i = 0; i < s->npat; i++) pcre2_code_free(s->pat[i]);
     s->npat = 0;
@@ -253,6 +281,7 @@ void sim_free(sim *s)
     sbuf_free(&s->key);
     pcre2_match_data_free(s->md);
     free(s->evnum);
+    task_arena_free(s->arena);
     free(s);
 }
 
@@ -268,10 +297,25 @@ static void event(sim *s, const char *hookname, const char *k1, json_t *v1)
 
 /* ---- the viewer message ------------------------------------------------ */
 
-json_t *sim_begin(sim *s, const json_t *task)
+/* The record's fault entry for task fault f. */
+static json_t *fault_record(const sim *s, const json_t *call, const json_t *type, const json_t *times,
+                            const char *typestr, long ntimes)
+{
+    int retryable = 0;
+    size_t j;
+    json_t *t;
+    json_array_foreach(s->retry_on, j, t) retryable |= typestr && json_is_string(t) && !strcmp(json_string_value(t), typestr);
+    return json_pack("{s:O,s:O,s:O,s:b,s:b,s:i,s:i}", "call", call, "type", type, "times", times,
+                     "retryable", retryable, "recoverable", fault_recoverable(s->h, typestr, ntimes),
+                     "attempts", 0, "failed", 0);
+}
+
+/* A new record for task t, its "task_id" id (a new reference; NULL for
+ * none): the faults are filled by the caller. */
+static void begin_record(sim *s, const task_view *t, json_t *id)
 {
     end_conversation(s);
-    s->task = task;
+    s->task = t;
     s->turns = s->tool_calls = s->reply_loaded = 0;
     s->calls = json_array();
     s->skills = json_array();
@@ -280,7 +324,7 @@ json_t *sim_begin(sim *s, const json_t *task)
     s->replies = json_array();
     s->evidence = json_array();
     s->rec = json_object();
-    json_object_set_nocheck(s->rec, "task_id", json_object_get(task, "id"));
+    if (id) json_object_set_new_nocheck(s->rec, "task_id", id);
     json_object_set_new_nocheck(s->rec, "turns", json_integer(0));
     json_object_set_new_nocheck(s->rec, "tool_calls", json_integer(0));
     json_object_set_new_nocheck(s->rec, "accepted", json_false());
@@ -291,27 +335,46 @@ json_t *sim_begin(sim *s, const json_t *task)
     json_object_set_new_nocheck(s->rec, "events", s->events);
     json_object_set_new_nocheck(s->rec, "replies", s->replies);
     json_object_set_new_nocheck(s->rec, "evidence", s->evidence);
-
-    const json_t *tf = json_object_get(task, "faults");
-    s->nfaults = json_array_size(tf);
+    s->nfaults = t->nfaults;
     s->attempts = xcalloc(s->nfaults + 1, sizeof *s->attempts);
+}
+
+static json_t *viewer_message(sim *s, const char *nick, const char *text);
+
+json_t *sim_begin(sim *s, const json_t *task)
+{
+    /* The view borrows from task, which the caller keeps while the
+     * conversation runs; the record takes the task's own values (any
+     * JSON, as given). */
+    if (!s->arena) s->arena = task_arena_new();
+    task_arena_reset(s->arena);
+    const task_view *t = task_view_make(s->arena, task, TASK_VIEW_BORROW, NULL, 0);
+    begin_record(s, t, json_incref(json_object_get(task, "id")));
     size_t i;
     json_t *f;
-    json_array_foreach(tf, i, f) {
-        const char *type = json_string_value(json_object_get(f, "type"));
-        int retryable = 0;
-        size_t j;
-        json_t *t;
-        json_array_foreach(s->retry_on, j, t) retryable |= type && json_is_string(t) && !strcmp(json_string_value(t), type);
-        json_array_append_new(s->faults, json_pack("{s:O,s:O,s:O,s:b,s:b,s:i,s:i}",
-            "call", json_object_get(f, "call"), "type", json_object_get(f, "type"),
-            "times", json_object_get(f, "times"), "retryable", retryable,
-            "recoverable", sim_fault_recoverable(s->h, f), "attempts", 0, "failed", 0));
-    }
+    json_array_foreach(json_object_get(task, "faults"), i, f)
+        json_array_append_new(s->faults, fault_record(s, json_object_get(f, "call"), json_object_get(f, "type"),
+                                                      json_object_get(f, "times"), t->faults[i].type, t->faults[i].times));
+    return viewer_message(s, t->nick, t->text);
+}
 
-    const json_t *viewer = json_object_get(task, "viewer");
-    const char *nick = json_string_value(json_object_get(viewer, "nick"));
-    const char *text = json_string_value(json_object_get(viewer, "text"));
+json_t *sim_begin_view(sim *s, const task_view *t)
+{
+    begin_record(s, t, t->id ? json_stringn_nocheck(t->id, t->id_len) : NULL);
+    for (size_t i = 0; i < t->nfaults; i++) {
+        const task_view_fault *f = &t->faults[i];
+        json_t *call = json_integer(f->call), *type = f->type ? json_string(f->type) : NULL, *times = json_integer(f->times);
+        json_array_append_new(s->faults, fault_record(s, call, type, times, f->type, f->times));
+        json_decref(call);
+        json_decref(type);
+        json_decref(times);
+    }
+    return viewer_message(s, t->nick, t->text);
+}
+
+/* {"role":"user","content":"NICK: TEXT"}, flagged by input_check. */
+static json_t *viewer_message(sim *s, const char *nick, const char *text)
+{
     s->viewer_text = xstrdup(text ? text : "");
     s->nev = 0;
     numbers(s->viewer_text, 0, &s->evnum, &s->nev, &s->cev);
@@ -419,9 +482,13 @@ static json_t *by_function(const json_t *schema, const json_t *args)
 
 int sim_fault_recoverable(const json_t *h, const json_t *fault)
 {
+    return fault_recoverable(h, json_string_value(json_object_get(fault, "type")),
+                             (long)json_integer_value(json_object_get(fault, "times")));
+}
+
+static int fault_recoverable(const json_t *h, const char *type, long times)
+{
     const json_t *tr = json_object_get(json_object_get(h, "hooks"), "tool_retry");
-    const char *type = json_string_value(json_object_get(fault, "type"));
-    long times = (long)json_integer_value(json_object_get(fault, "times"));
     long maxr = (long)json_integer_value(json_object_get(tr, "max_retries"));
     size_t i;
     json_t *t;
@@ -430,15 +497,25 @@ int sim_fault_recoverable(const json_t *h, const json_t *fault)
     return 0;
 }
 
-static int same_entity(const world *w, const char *key, const json_t *a, const json_t *b)
+/* The value of key in a gold call's arguments, or NULL. */
+static const task_view_arg *gold_arg(const task_view_call *c, const char *key)
 {
-    if (!a || !b) return !a && !b;
+    for (size_t i = 0; i < c->nargs; i++) if (!strcmp(c->args[i].key, key)) return &c->args[i];
+    return NULL;
+}
+
+/* Whether gold argument a (present) names the same entity as the call's
+ * value b: the product by the world's lookup, other strings without
+ * case, anything else by json_equal. */
+static int same_entity(const world *w, const char *key, const task_view_arg *a, const json_t *b)
+{
+    if (!b) return 0;
     if (!strcmp(key, "product")) {
-        const json_t *pa = world_find_product(w, json_string_value(a));
+        const json_t *pa = world_find_product(w, a->str);
         return pa && pa == world_find_product(w, json_string_value(b));
     }
-    if (json_is_string(a) && json_is_string(b)) return !strcasecmp(json_string_value(a), json_string_value(b));
-    return json_equal(a, b);
+    if (a->str) return json_is_string(b) && !strcasecmp(a->str, json_string_value(b));
+    return json_equal(a->v, b);
 }
 
 /* The product a call's arguments name, resolved at most once per
@@ -460,38 +537,32 @@ static const json_t *args_product(const world *w, const json_t *args, resolved *
  * order. */
 static long gold_index(const sim *s, const char *function, const json_t *args)
 {
-    const json_t *calls = json_object_get(json_object_get(s->task, "gold"), "calls");
     long loose = -1;
-    size_t i;
-    json_t *c;
     resolved ap_res = { NULL, 0 };
-    json_array_foreach(calls, i, c) {
-        const char *f = json_string_value(json_object_get(c, "function"));
-        if (!f || strcmp(f, function)) continue;
-        const json_t *ga = json_object_get(c, "arguments");
+    for (size_t i = 0; s->task && i < s->task->ncalls; i++) {
+        const task_view_call *c = &s->task->calls[i];
+        if (!c->function || strcmp(c->function, function)) continue;
         int ok = 1;
         static const char *keys[] = { "product", "order_id" };
-        const json_t *gp = json_object_get(ga, keys[0]), *ap = json_object_get(args, keys[0]);
+        const task_view_arg *gp = gold_arg(c, keys[0]), *go = gold_arg(c, keys[1]);
+        const json_t *ap = json_object_get(args, keys[0]);
         if (gp) {       /* same_entity for the product, the call's side resolved once */
-            const json_t *pg = ap ? world_find_product(s->w, json_string_value(gp)) : NULL;
+            const json_t *pg = ap ? world_find_product(s->w, gp->str) : NULL;
             ok = pg && pg == args_product(s->w, args, &ap_res);
         }
-        if (ok && json_object_get(ga, keys[1]))
-            ok = same_entity(s->w, keys[1], json_object_get(ga, keys[1]), json_object_get(args, keys[1]));
+        if (ok && go) ok = same_entity(s->w, keys[1], go, json_object_get(args, keys[1]));
         if (!ok) continue;
-        int exact = json_object_size(ga) == json_object_size(args);
-        const char *k;
-        json_t *v;
-        json_object_foreach((json_t *)ga, k, v) {
+        int exact = c->nargs == json_object_size(args);
+        for (size_t k = 0; k < c->nargs && exact; k++) {
             /* product and order_id were found equal above; the checks
              * have no side effects, so the first difference decides. */
-            if (!exact) break;
-            if (!strcmp(k, keys[0]) || !strcmp(k, keys[1])) continue;
-            const json_t *a = json_object_get(args, k);
-            if (!strcmp(k, "variant") && a) {
+            const task_view_arg *v = &c->args[k];
+            if (!strcmp(v->key, keys[0]) || !strcmp(v->key, keys[1])) continue;
+            const json_t *a = json_object_get(args, v->key);
+            if (!strcmp(v->key, "variant") && a) {
                 const json_t *p = args_product(s->w, args, &ap_res);
-                exact &= p && world_variant(p, json_string_value(a)) == world_variant(p, json_string_value(v));
-            } else exact &= same_entity(s->w, k, v, a);
+                exact &= p && world_variant(p, json_string_value(a)) == world_variant(p, v->str);
+            } else exact &= same_entity(s->w, v->key, v, a);
         }
         if (exact) return (long)i;
         if (loose < 0) loose = (long)i;
@@ -502,16 +573,15 @@ static long gold_index(const sim *s, const char *function, const json_t *args)
 /* The fault this call hits (its type), or NULL.  Counts the attempt. */
 static const char *inject(sim *s, long gold, json_t *callrec)
 {
-    const json_t *tf = json_object_get(s->task, "faults");
     for (size_t i = 0; i < s->nfaults; i++) {
-        const json_t *f = json_array_get(tf, i);
-        if (json_integer_value(json_object_get(f, "call")) != gold) continue;
+        const task_view_fault *f = &s->task->faults[i];
+        if (f->call != gold) continue;
         json_t *fr = json_array_get(s->faults, i);
         long a = ++s->attempts[i];
         json_object_set_new_nocheck(fr, "attempts", json_integer(a));
         json_object_set_new_nocheck(callrec, "attempt", json_integer(a));
-        const char *type = json_string_value(json_object_get(f, "type"));
-        long times = (long)json_integer_value(json_object_get(f, "times"));
+        const char *type = f->type;
+        long times = f->times;
         int retryable = json_is_true(json_object_get(fr, "retryable"));
         int fail;
         if (retryable) {
@@ -537,6 +607,42 @@ static const char *fault_message(const char *type)
     for (size_t i = 0; i < sizeof fault_text / sizeof fault_text[0]; i++)
         if (!strcmp(fault_text[i].type, type)) return fault_text[i].message;
     return "the request failed";
+}
+
+/* The text of a fault of type on tool name under the current harness:
+ * from the cache, or formatted and remembered.  Borrowed; valid until the
+ * harness changes or the next call. */
+static const fault_answer *fault_answer_of(sim *s, const char *name, const char *type)
+{
+    for (int i = 0; i < s->nfault_texts; i++) {
+        const fault_answer *f = &s->fault_texts[i];
+        if (!strcmp(f->name, name) && !strcmp(f->type, type)) return f;
+    }
+    if (s->nfault_texts == SIM_FAULT_TEXTS) clear_fault_texts(s);
+    fault_answer *f = &s->fault_texts[s->nfault_texts++];
+    char *e = harness_format_error(s->h, name, type, fault_message(type));
+    char *text = harness_wrap_error(s->h, e);
+    free(e);
+    size_t cap = 0;
+    f->name = xstrdup(name);
+    f->type = xstrdup(type);
+    f->text = json_string(text);
+    f->num = NULL;
+    f->nnum = 0;
+    numbers(text, 0, &f->num, &f->nnum, &cap);
+    free(text);
+    return f;
+}
+
+/* Appends n numbers to the evidence numbers. */
+static void add_evidence_numbers(sim *s, const double *num, size_t n)
+{
+    if (s->nev + n > s->cev) {
+        while (s->nev + n > s->cev) s->cev = s->cev ? s->cev * 2 : 16;
+        s->evnum = xrealloc(s->evnum, s->cev * sizeof *s->evnum);
+    }
+    if (n) memcpy(s->evnum + s->nev, num, n * sizeof *num);
+    s->nev += n;
 }
 
 /* ---- tool calls -------------------------------------------------------------- */
@@ -789,27 +895,19 @@ static void tool_call(sim *s, const char *name, const json_t *arguments, tool_re
     json_object_set_new_nocheck(callrec, "gold", json_integer(gold));
     const char *fault = gold >= 0 ? inject(s, gold, callrec) : NULL;
     if (fault) {
-        char *f = harness_format_error(s->h, name, fault, fault_message(fault));
-        char *text = harness_wrap_error(s->h, f);
-        free(f);
+        const fault_answer *fa = fault_answer_of(s, name, fault);
         json_object_set_new_nocheck(callrec, "outcome", json_string("fault"));
         json_object_set_new_nocheck(callrec, "fault", json_string(fault));
-        json_array_append_new(s->evidence, json_string(text));
-        numbers(text, 0, &s->evnum, &s->nev, &s->cev);
-        tool_text(r, name, text, NULL);
-        free(text);
+        if (fa->text) json_array_append(s->evidence, fa->text);
+        add_evidence_numbers(s, fa->num, fa->nnum);
+        tool_parts(r, name, fa->text ? json_incref(fa->text) : NULL, NULL);
     } else {
         const answer *an = world_answer(s, name, fn, args);
         json_object_set_new_nocheck(callrec, "outcome", json_string(an->ok ? "ok" : "error"));
         if (an->ok) s->last_result = json_incref(an->result);
         else json_object_set_new_nocheck(callrec, "error", json_string(an->error));
         json_array_append(s->evidence, an->text);
-        if (s->nev + an->nnum > s->cev) {
-            while (s->nev + an->nnum > s->cev) s->cev = s->cev ? s->cev * 2 : 16;
-            s->evnum = xrealloc(s->evnum, s->cev * sizeof *s->evnum);
-        }
-        if (an->nnum) memcpy(s->evnum + s->nev, an->num, an->nnum * sizeof *an->num);
-        s->nev += an->nnum;
+        add_evidence_numbers(s, an->num, an->nnum);
         tool_parts(r, name, json_incref(an->text), NULL);
     }
     json_decref(args);

@@ -37,6 +37,7 @@
 #define HAT_SIM_H
 
 #include <jansson.h>
+#include "tasks.h"
 #include "world.h"
 
 typedef struct sim sim;
@@ -46,10 +47,11 @@ void    sim_free(sim *s);
 /* Use harness h from the next conversation on; the simulator keeps a
  * reference until another harness replaces it (so h's address cannot be
  * reused by a new harness while caches are keyed on it).  Caches (names,
- * limits, compiled input_check patterns, skill texts, and the world's
+ * limits, compiled input_check patterns, skill texts, the world's
  * answers as wrapped for h, by tool name, function and arguments: the
- * world is read-only) are rebuilt only when h is a different object; do
- * not modify h in place after setting it.  Returns 0, or -1 with *err
+ * world is read-only, and the fault texts by tool name and fault type)
+ * are rebuilt only when h is a different object; do not modify h in
+ * place after setting it.  Returns 0, or -1 with *err
  * (malloc'd) when a pattern does not compile. */
 int     sim_set_harness(sim *s, const json_t *h, char **err);
 const json_t *sim_harness(const sim *s);
@@ -66,14 +68,18 @@ const world  *sim_world(const sim *s);
  * the input_check note appended after a blank line and "hook":"input_check"
  * when a pattern matched. */
 json_t *sim_begin(sim *s, const json_t *task);
+/* sim_begin for the view of a task that passed task_check (borrowed
+ * while the conversation runs; tasks.h): the same message and record,
+ * with no JSON task to read (the judge's indexed tasks). */
+json_t *sim_begin_view(sim *s, const task_view *task);
 /* Count one assistant turn (a message with tool calls or a reply);
  * sim_step does this itself. */
 void    sim_turn(sim *s);
 /* Execute one tool call; arguments is an object or a JSON text string.
  * Returns {"role":"tool","name":NAME,"content":TEXT} (plus "hook":
  * "tool_args_check" when the call was refused).  A cached TEXT (a skill's,
- * a world answer) is one string object shared by every message that
- * carries it: strings are never changed in place. */
+ * a world answer, a fault's) is one string object shared by every message
+ * that carries it: strings are never changed in place. */
 json_t *sim_tool_call(sim *s, const char *name, const json_t *arguments);
 /* sim_tool_call without the message object: its "content" (a new
  * reference to the string) and in *hook its "hook" (NULL when it has

@@ -519,3 +519,310 @@ char *task_check(const json_t *task)
     }
     return NULL;
 }
+
+/* ---- task views (see tasks.h) ------------------------------------------------ */
+
+#define ARENA_BLOCK (32 * 1024)
+
+struct task_arena {
+    char   **block;
+    size_t   nblock, cblock;
+    char    *cur, *p;            /* the current block, its free space */
+    size_t   left;
+    json_t **held;               /* references a COPY view holds */
+    size_t   nheld, cheld;
+};
+
+task_arena *task_arena_new(void) { return xcalloc(1, sizeof(task_arena)); }
+
+void task_arena_reset(task_arena *a)
+{
+    /* The current block stays for the next views: the simulator and the
+     * judge make one per conversation. */
+    for (size_t i = 0; i < a->nblock; i++) if (a->block[i] != a->cur) free(a->block[i]);
+    for (size_t i = 0; i < a->nheld; i++) json_decref(a->held[i]);
+    a->nblock = a->cur ? 1 : 0;
+    if (a->cur) a->block[0] = a->cur;
+    a->nheld = 0;
+    a->p = a->cur;
+    a->left = a->cur ? ARENA_BLOCK : 0;
+}
+
+void task_arena_free(task_arena *a)
+{
+    if (!a) return;
+    task_arena_reset(a);
+    free(a->cur);
+    free(a->block);
+    free(a->held);
+    free(a);
+}
+
+static void *arena_alloc(task_arena *a, size_t n)
+{
+    n = (n + 15) & ~(size_t)15;
+    if (n > a->left) {
+        size_t size = n > ARENA_BLOCK / 4 ? n : ARENA_BLOCK;
+        char *b = xmalloc(size);
+        if (a->nblock == a->cblock) {
+            a->cblock = a->cblock ? a->cblock * 2 : 16;
+            a->block = xrealloc(a->block, a->cblock * sizeof *a->block);
+        }
+        a->block[a->nblock++] = b;
+        if (size != ARENA_BLOCK) return b;   /* a large one has its own block */
+        a->cur = a->p = b;
+        a->left = size;
+    }
+    void *r = a->p;
+    a->p += n;
+    a->left -= n;
+    return r;
+}
+
+static const char *arena_strn(task_arena *a, const char *s, size_t n)
+{
+    char *d = arena_alloc(a, n + 1);
+    memcpy(d, s, n);
+    d[n] = 0;
+    return d;
+}
+
+/* A string value's text: borrowed, or copied with all its bytes. */
+static const char *view_str(task_arena *a, const json_t *v, int mode)
+{
+    if (!json_is_string(v)) return NULL;
+    return mode == TASK_VIEW_COPY ? arena_strn(a, json_string_value(v), json_string_length(v)) : json_string_value(v);
+}
+
+static const char *view_key(task_arena *a, const char *k, int mode)
+{
+    return mode == TASK_VIEW_COPY ? arena_strn(a, k, strlen(k)) : k;
+}
+
+static const json_t *view_hold(task_arena *a, const json_t *v, int mode)
+{
+    if (mode != TASK_VIEW_COPY || !v) return v;
+    if (a->nheld == a->cheld) {
+        a->cheld = a->cheld ? a->cheld * 2 : 64;
+        a->held = xrealloc(a->held, a->cheld * sizeof *a->held);
+    }
+    return a->held[a->nheld++] = json_incref((json_t *)v);
+}
+
+/* The strings of list, in order (json_array_foreach + json_string_value). */
+static const char **view_strings(task_arena *a, const json_t *list, int mode, size_t *n)
+{
+    size_t i, k = 0;
+    json_t *v;
+    const char **out = json_array_size(list) ? arena_alloc(a, json_array_size(list) * sizeof *out) : NULL;
+    json_array_foreach(list, i, v) if (json_is_string(v)) out[k++] = view_str(a, v, mode);
+    *n = k;
+    return out;
+}
+
+/* v as compact JSON ("null" for none), as judge_verdict_line writes it. */
+static int plain_string(const json_t *v);
+
+static void view_dump(sbuf *b, const json_t *v)
+{
+    if (plain_string(v)) {
+        sbuf_putc(b, '"');
+        sbuf_add(b, json_string_value(v), json_string_length(v));
+        sbuf_putc(b, '"');
+        return;
+    }
+    char *d = v ? json_dumps(v, JSON_ENCODE_ANY | HAT_JSON_FLAGS) : NULL;
+    sbuf_puts(b, d ? d : "null");
+    free(d);
+}
+
+/* Whether jansson writes string v (under HAT_JSON_FLAGS: no ASCII or
+ * slash escaping) as its bytes between quotes: nothing to escape. */
+static int plain_string(const json_t *v)
+{
+    if (!json_is_string(v)) return 0;
+    const unsigned char *p = (const unsigned char *)json_string_value(v);
+    for (size_t i = 0, n = json_string_length(v); i < n; i++)
+        if (p[i] < 0x20 || p[i] == '"' || p[i] == '\\') return 0;
+    return 1;
+}
+
+static const char *view_json(task_arena *a, const json_t *v)
+{
+    if (plain_string(v)) {
+        /* json_dumps's text without its allocations, for every id */
+        size_t n = json_string_length(v);
+        char *d = arena_alloc(a, n + 3);
+        d[0] = '"';
+        memcpy(d + 1, json_string_value(v), n);
+        d[n + 1] = '"';
+        d[n + 2] = 0;
+        return d;
+    }
+    sbuf b;
+    sbuf_init(&b);
+    view_dump(&b, v);
+    const char *s = arena_strn(a, b.s, b.len);
+    sbuf_free(&b);
+    return s;
+}
+
+/* The distinct string "type"s of faults, in order, as a JSON list. */
+static const char *view_fault_types(task_arena *a, const json_t *faults)
+{
+    sbuf b;
+    sbuf_init(&b);
+    sbuf_putc(&b, '[');
+    size_t i, k, n = 0;
+    json_t *f;
+    json_array_foreach(faults, i, f) {
+        const json_t *t = json_object_get(f, "type");
+        if (!json_is_string(t)) continue;
+        int dup = 0;
+        for (k = 0; k < i && !dup; k++) {
+            const json_t *e = json_object_get(json_array_get(faults, k), "type");
+            dup = json_is_string(e) && !strcmp(json_string_value(e), json_string_value(t));
+        }
+        if (dup) continue;
+        if (n++) sbuf_putc(&b, ',');
+        view_dump(&b, t);
+    }
+    sbuf_putc(&b, ']');
+    const char *s = arena_strn(a, b.s, b.len);
+    sbuf_free(&b);
+    return s;
+}
+
+const task_view *task_view_make(task_arena *a, const json_t *task, int mode, const char *line, size_t line_len)
+{
+    task_view *t = arena_alloc(a, sizeof *t);
+    memset(t, 0, sizeof *t);
+    const json_t *id = json_object_get(task, "id"), *viewer = json_object_get(task, "viewer");
+    const json_t *gold = json_object_get(task, "gold");
+    t->id = view_str(a, id, mode);
+    t->id_len = t->id ? json_string_length(id) : 0;
+    t->nick = view_str(a, json_object_get(viewer, "nick"), mode);
+    t->text = view_str(a, json_object_get(viewer, "text"), mode);
+    t->product = view_str(a, json_object_get(json_object_get(task, "context"), "product"), mode);
+    const json_t *sk = json_object_get(gold, "skill");
+    if (json_is_string(sk)) {
+        t->skills = arena_alloc(a, sizeof *t->skills);
+        t->skills[0] = view_str(a, sk, mode);
+        t->nskills = 1;
+    } else t->skills = view_strings(a, sk, mode, &t->nskills);
+    size_t i;
+    json_t *v;
+    const json_t *calls = json_object_get(gold, "calls");
+    t->calls = json_array_size(calls) ? arena_alloc(a, json_array_size(calls) * sizeof *t->calls) : NULL;
+    json_array_foreach(calls, i, v) {
+        task_view_call *c = &t->calls[t->ncalls++];
+        const json_t *args = json_object_get(v, "arguments");
+        c->function = view_str(a, json_object_get(v, "function"), mode);
+        c->nargs = 0;
+        c->args = json_object_size(args) ? arena_alloc(a, json_object_size(args) * sizeof *c->args) : NULL;
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)args, k, x) {
+            task_view_arg *g = &c->args[c->nargs++];
+            g->key = view_key(a, k, mode);
+            g->str = view_str(a, x, mode);
+            g->v = g->str ? NULL : view_hold(a, x, mode);
+        }
+    }
+    const json_t *facts = json_object_get(gold, "facts");
+    t->facts = json_object_size(facts) ? arena_alloc(a, json_object_size(facts) * sizeof *t->facts) : NULL;
+    const char *k;
+    json_object_foreach((json_t *)facts, k, v) {
+        if (!json_is_string(v) && !json_is_number(v)) continue;
+        task_view_fact *f = &t->facts[t->nfacts++];
+        f->key = view_key(a, k, mode);
+        f->str = view_str(a, v, mode);
+        f->num = json_number_value(v);
+    }
+    t->must = view_strings(a, json_object_get(gold, "must"), mode, &t->nmust);
+    t->must_not = view_strings(a, json_object_get(gold, "must_not"), mode, &t->nmust_not);
+    const json_t *faults = json_object_get(task, "faults");
+    t->faults = json_array_size(faults) ? arena_alloc(a, json_array_size(faults) * sizeof *t->faults) : NULL;
+    json_array_foreach(faults, i, v) {
+        task_view_fault *f = &t->faults[t->nfaults++];
+        f->call = (long)json_integer_value(json_object_get(v, "call"));
+        f->times = (long)json_integer_value(json_object_get(v, "times"));
+        f->type = view_str(a, json_object_get(v, "type"), mode);
+    }
+    if (mode == TASK_VIEW_COPY) {
+        t->id_json = view_json(a, id);
+        t->intent_json = view_json(a, json_object_get(task, "intent"));
+        t->fault_types_json = view_fault_types(a, faults);
+        if (line) {
+            t->line = arena_strn(a, line, line_len);
+            t->line_len = line_len;
+        }
+    }
+    return t;
+}
+
+/* ---- the task index ---------------------------------------------------------- */
+
+struct task_index {
+    task_arena       *arena;
+    const task_view **slot;      /* open addressing by id; NULL = empty */
+    size_t            cap, n;
+};
+
+static uint64_t id_hash(const char *s)
+{
+    uint64_t h = 1469598103934665603ULL;          /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+    return h;
+}
+
+task_index *task_index_new(void)
+{
+    task_index *ix = xcalloc(1, sizeof *ix);
+    ix->arena = task_arena_new();
+    ix->cap = 1024;
+    ix->slot = xcalloc(ix->cap, sizeof *ix->slot);
+    return ix;
+}
+
+void task_index_free(task_index *ix)
+{
+    if (!ix) return;
+    task_arena_free(ix->arena);
+    free(ix->slot);
+    free(ix);
+}
+
+/* The slot of id: where it is, or the empty one it would go to. */
+static size_t index_find(const task_index *ix, const char *id)
+{
+    size_t i = id_hash(id) & (ix->cap - 1);
+    while (ix->slot[i] && strcmp(ix->slot[i]->id, id)) i = (i + 1) & (ix->cap - 1);
+    return i;
+}
+
+const task_view *task_index_add(task_index *ix, const json_t *task, const char *line, size_t line_len)
+{
+    const task_view *t = task_view_make(ix->arena, task, TASK_VIEW_COPY, line, line_len);
+    if (!t->id) return t;                      /* not a checked task: never found */
+    if (2 * (ix->n + 1) > ix->cap) {
+        const task_view **old = ix->slot;
+        size_t oc = ix->cap;
+        ix->cap *= 2;
+        ix->slot = xcalloc(ix->cap, sizeof *ix->slot);
+        for (size_t i = 0; i < oc; i++) if (old[i]) ix->slot[index_find(ix, old[i]->id)] = old[i];
+        free(old);
+    }
+    size_t i = index_find(ix, t->id);
+    if (!ix->slot[i]) ix->n++;
+    ix->slot[i] = t;
+    return t;
+}
+
+const task_view *task_index_get(const task_index *ix, const char *id)
+{
+    if (!id) return NULL;
+    return ix->slot[index_find(ix, id)];
+}
+
+size_t task_index_size(const task_index *ix) { return ix->n; }

@@ -3,11 +3,20 @@
  * json_loadb's value, or NULL and leaves the input to json_loadb: on the
  * inputs where the two parsers part ways (white space, surrogates, NUL,
  * number range, UTF-8 strictness), on random JSON and on thousands of
- * random mutations of it; and it is really taken for ordinary lines. */
+ * random mutations of it; and it is really taken for ordinary lines.
+ * Scoring an indexed task's view (judge_score_view, the verdict line from
+ * the view) gives judge_score's verdict and line for the task itself, on
+ * teacher trajectories, spoiled ones and tasks of odd shapes; and the
+ * task index finds what it was given. */
 #include "test.h"
+#include "harness.h"
 #include "jsonl.h"
+#include "judge.h"
 #include "rng.h"
+#include "tasks.h"
+#include "teacher.h"
 #include "util.h"
+#include "world.h"
 
 static long fast_taken, slow_only;
 
@@ -235,8 +244,280 @@ static void reader_keeps_line_text(void)
     jsonl_close(r);
 }
 
+/* ---- task views ------------------------------------------------------------ */
+
+/* Tasks of odd shapes that still pass task_check: every field the view
+ * reads in a form the generator never writes. */
+static void oddify(json_t *t, int k)
+{
+    json_t *gold = json_object_get(t, "gold"), *calls = json_object_get(gold, "calls");
+    json_t *args = json_object_get(json_array_get(calls, 0), "arguments");
+    switch (k) {
+    case 1: json_object_set_new(gold, "skill", json_pack("[i,O,s,n]", 3, json_object_get(gold, "skill"), "specs")); break;
+    case 2: json_object_set_new(json_object_get(gold, "facts"), "odd", json_pack("{s:b}", "x", 1));
+            json_object_set_new(json_object_get(gold, "facts"), "price2", json_real(19.5));
+            json_object_set_new(json_object_get(gold, "facts"), "flag", json_true()); break;
+    case 3: json_array_append_new(json_object_get(gold, "must"), json_integer(1));
+            json_array_append_new(json_object_get(gold, "must"), json_string("decline"));
+            json_array_insert_new(json_object_get(gold, "must_not"), 0, json_null());
+            json_array_append_new(json_object_get(gold, "must_not"), json_string("deal")); break;
+    case 4: if (args) {
+                json_object_set_new(args, "height_cm", json_real(170));
+                json_object_set_new(args, "extra", json_pack("{s:[i,s]}", "a", 1, "b"));
+            }
+            json_array_append_new(calls, json_pack("{s:s,s:{}}", "function", "promo.list", "arguments"));
+            break;
+    case 5: json_object_set_new(t, "id", json_stringn("odd\"id\\\n\0tail", 13)); break;
+    case 6: json_object_del(json_object_get(t, "context"), "product");
+            json_object_set_new(json_object_get(t, "viewer"), "text", json_stringn("hi 42 LIVE20\0 99", 17)); break;
+    case 7: json_object_set_new(json_object_get(t, "context"), "product", json_integer(7));
+            json_object_set_new(gold, "skill", json_array()); break;
+    case 8: if (args) json_object_set_new(args, "order_id", json_pack("[i]", 1));
+            if (json_array_size(calls)) json_object_set_new(t, "faults", json_pack("[{s:i,s:s,s:i},{s:i,s:s,s:i}]", "call", 0, "type", "timeout",
+                                                       "times", 1, "call", 0, "type", "timeout", "times", 5)); break;
+    }
+}
+
+/* Strings equal as C strings, both NULL included. */
+static int same_str(const char *a, const char *b) { return a == b || (a && b && !strcmp(a, b)); }
+
+/* The view reads what the jansson reads it replaced read (tasks.h),
+ * field by field, written here the old way. */
+static int view_matches(const json_t *t, const task_view *v)
+{
+    int ok = 1;
+    size_t i, k;
+    json_t *x;
+    const char *key;
+    const json_t *gold = json_object_get(t, "gold"), *viewer = json_object_get(t, "viewer");
+    ok &= same_str(v->id, json_string_value(json_object_get(t, "id")));
+    ok &= same_str(v->nick, json_string_value(json_object_get(viewer, "nick")));
+    ok &= same_str(v->text, json_string_value(json_object_get(viewer, "text")));
+    ok &= same_str(v->product, json_string_value(json_object_get(json_object_get(t, "context"), "product")));
+    json_t *sk = task_gold_skills(t);
+    k = 0;
+    json_array_foreach(sk, i, x) if (json_is_string(x)) ok &= k < v->nskills && same_str(v->skills[k++], json_string_value(x));
+    ok &= k == v->nskills;
+    json_decref(sk);
+    const char *lists[] = { "must", "must_not" };
+    for (int l = 0; l < 2; l++) {
+        const char *const *vs = l ? v->must_not : v->must;
+        size_t vn = l ? v->nmust_not : v->nmust;
+        k = 0;
+        json_array_foreach(json_object_get(gold, lists[l]), i, x)
+            if (json_is_string(x)) ok &= k < vn && same_str(vs[k++], json_string_value(x));
+        ok &= k == vn;
+    }
+    k = 0;
+    json_object_foreach(json_object_get(gold, "facts"), key, x) {
+        if (!json_is_string(x) && !json_is_number(x)) continue;
+        ok &= k < v->nfacts && same_str(v->facts[k].key, key) && same_str(v->facts[k].str, json_string_value(x))
+              && (json_is_string(x) || v->facts[k].num == json_number_value(x));
+        k++;
+    }
+    ok &= k == v->nfacts;
+    const json_t *calls = json_object_get(gold, "calls");
+    ok &= json_array_size(calls) == v->ncalls;
+    json_array_foreach(calls, i, x) {
+        if (i >= v->ncalls) break;
+        const task_view_call *c = &v->calls[i];
+        const json_t *args = json_object_get(x, "arguments");
+        ok &= same_str(c->function, json_string_value(json_object_get(x, "function")));
+        ok &= c->nargs == json_object_size(args);
+        k = 0;
+        json_t *a;
+        json_object_foreach((json_t *)args, key, a) {
+            if (k >= c->nargs) break;
+            const task_view_arg *g = &c->args[k++];
+            ok &= same_str(g->key, key) && same_str(g->str, json_string_value(a));
+            ok &= json_is_string(a) ? g->v == NULL : json_equal(g->v, a);
+        }
+    }
+    const json_t *faults = json_object_get(t, "faults");
+    ok &= json_array_size(faults) == v->nfaults;
+    json_array_foreach(faults, i, x) {
+        if (i >= v->nfaults) break;
+        ok &= v->faults[i].call == json_integer_value(json_object_get(x, "call"));
+        ok &= v->faults[i].times == json_integer_value(json_object_get(x, "times"));
+        ok &= same_str(v->faults[i].type, json_string_value(json_object_get(x, "type")));
+    }
+    return ok;
+}
+
+/* The messages spoiled in way k: as they are, another reply, no calls. */
+static json_t *spoil(const json_t *msgs, int k, const char *nick)
+{
+    json_t *m = json_deep_copy(msgs);
+    size_t n = json_array_size(m);
+    char reply[160];
+    if (k == 1 && n) {
+        snprintf(reply, sizeof reply, "@%s it's 999 yuan with code ZZ12, guaranteed best, size XL, in stock, cure", nick);
+        json_object_set_new(json_array_get(m, n - 1), "content", json_string(reply));
+    } else if (k == 2 && n > 2) {
+        json_t *last = json_incref(json_array_get(m, n - 1));
+        while (json_array_size(m) > 1) json_array_remove(m, 1);
+        json_array_append_new(m, last);
+    }
+    return m;
+}
+
+/* judge_score on task and judge_score_view on its indexed view agree. */
+static int same_verdict(judge *j, const json_t *h, const json_t *task, const task_view *tv, const json_t *msgs)
+{
+    judge_verdict a, b;
+    json_t *traj = json_pack("{s:s,s:{s:[s]}}", "id", "x", "meta", "hsa", "tone");
+    int ra = judge_score(j, task, h, msgs, &a), rb = judge_score_view(j, tv, h, msgs, &b);
+    int same = ra == rb && json_equal(a.reasons, b.reasons) && a.total == b.total && a.pass == b.pass
+               && a.mismatch == b.mismatch && a.cot_tokens == b.cot_tokens;
+    for (int i = 0; i < JUDGE_NCOMP; i++) same &= a.score[i] == b.score[i];
+    sbuf la, lb;
+    sbuf_init(&la);
+    sbuf_init(&lb);
+    if (!ra) judge_verdict_line(&la, &a, traj, task);
+    if (!rb) judge_verdict_line_view(&lb, &b, traj, tv);
+    same &= la.len == lb.len && !memcmp(la.s, lb.s, la.len);
+    if (!same) fprintf(stderr, "  json: %.*s  view: %.*s", (int)la.len, la.s, (int)lb.len, lb.s);
+    sbuf_free(&la);
+    sbuf_free(&lb);
+    judge_verdict_clear(&a);
+    judge_verdict_clear(&b);
+    json_decref(traj);
+    return same;
+}
+
+static void view_scores_as_task(void)
+{
+    json_t *h = harness_load(test_example_harness());
+    world *w = world_from_json(world_generate(11, 120), "gen");
+    char *err = NULL;
+    judge *j = w ? judge_new(w, NULL, &err) : NULL;
+    taskgen *g = w ? taskgen_new(w, "train") : NULL;
+    teacher *te = teacher_new();
+    CHECK(h && w && j && g && te);
+    if (!h || !w || !j || !g || !te) return;
+    sim *s = sim_new(w);
+    sim_set_harness(s, h, NULL);
+    teacher_opts o = { 0.3, 0.3 };
+    task_index *ix = task_index_new();
+    int compared = 0, differ = 0, failing = 0;
+    for (int i = 0; i < 600; i++) {
+        json_t *task = taskgen_make(g, 5, i, NULL, 0.4);
+        rng_t r;
+        rng_derive(&r, 6, (uint64_t)i);
+        json_t *msgs = teacher_run(te, s, task, &r, &o, NULL, &err);
+        if (!msgs) { free(err); err = NULL; json_decref(task); continue; }
+        oddify(task, i % 9);
+        char *bad = task_check(task);
+        CHECK(bad == NULL);
+        if (bad) fprintf(stderr, "  odd %d: %s\n", i % 9, bad);
+        free(bad);
+        /* the view is made from a copy that is freed at once */
+        json_t *copy = json_deep_copy(task);
+        const task_view *tv = task_index_add(ix, copy, NULL, 0);
+        json_decref(copy);
+        CHECK(view_matches(task, tv));
+        task_arena *ar = task_arena_new();
+        CHECK(view_matches(task, task_view_make(ar, task, TASK_VIEW_BORROW, NULL, 0)));
+        task_arena_free(ar);
+        const char *nick = json_string_value(json_object_get(json_object_get(task, "viewer"), "nick"));
+        for (int k = 0; k < 3; k++) {
+            json_t *m = spoil(msgs, k, nick);
+            judge_verdict v;
+            if (!judge_score(j, task, h, m, &v) && !v.pass) failing++;
+            judge_verdict_clear(&v);
+            compared++;
+            if (!same_verdict(j, h, task, tv, m)) {
+                differ++;
+                fprintf(stderr, "  task %d (odd %d, spoiled %d) differs\n", i, i % 9, k);
+            }
+            json_decref(m);
+        }
+        json_decref(msgs);
+        json_decref(task);
+    }
+    CHECK_EQ_INT(differ, 0);
+    CHECK(compared > 1500);
+    CHECK(failing > 300);          /* the spoiled ones do fail, with reasons to compare */
+    task_index_free(ix);
+    teacher_free(te);
+    sim_free(s);
+    taskgen_free(g);
+    judge_free(j);
+    world_free(w);
+    json_decref(h);
+}
+
+/* Views of tasks no check would pass read what jansson reads too. */
+static void view_of_any_shape(void)
+{
+    static const char *const odd[] = {
+        "{}", "[]", "{\"id\":5,\"viewer\":\"x\",\"gold\":[],\"faults\":{}}",
+        "{\"gold\":{\"skill\":7,\"calls\":{\"a\":1},\"facts\":[1,2],\"must\":\"x\",\"must_not\":[1,[\"a\"]]}}",
+        "{\"gold\":{\"calls\":[1,null,{\"function\":1,\"arguments\":[1]},{\"arguments\":{\"a\":null,\"b\":\"c\"}}]},"
+        "\"faults\":[1,{\"call\":\"0\",\"type\":2,\"times\":1.5},{\"call\":3,\"type\":\"empty\"}]}",
+        "{\"gold\":{\"skill\":[\"a\\u0000b\",null,\"c\"],\"facts\":{\"a\":null,\"b\":1e300,\"c\":\"\",\"d\":-0}}}",
+        "{\"viewer\":{\"nick\":null,\"text\":[]},\"context\":{\"product\":\"\\u0000\"}}",
+    };
+    task_arena *ar = task_arena_new();
+    for (int copy = 0; copy < 2; copy++)
+        for (size_t i = 0; i < sizeof odd / sizeof odd[0]; i++) {
+            json_t *t = json_loads(odd[i], JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
+            CHECK(t != NULL);
+            CHECK(view_matches(t, task_view_make(ar, t, copy ? TASK_VIEW_COPY : TASK_VIEW_BORROW, NULL, 0)));
+            if (t_failed_here) fprintf(stderr, "  case %zu (copy %d): %s\n", i, copy, odd[i]);
+            json_decref(t);
+        }
+    task_arena_reset(ar);
+    json_t *t = json_loads(odd[4], 0, NULL);
+    const task_view *v = task_view_make(ar, t, TASK_VIEW_COPY, NULL, 0);
+    json_decref(t);                    /* a copy holds what it needs */
+    CHECK(v->ncalls == 4 && v->calls[3].nargs == 2 && json_is_null(v->calls[3].args[0].v));
+    CHECK_STR(v->calls[3].args[1].str, "c");
+    CHECK_STR(v->id_json, "null");
+    CHECK_STR(v->fault_types_json, "[\"empty\"]");
+    task_arena_free(ar);
+}
+
+/* The index: by id, the later of two tasks with one id, NULL for others,
+ * and the texts a view keeps. */
+static void task_index_finds(void)
+{
+    task_index *ix = task_index_new();
+    char id[32];
+    for (int i = 0; i < 5000; i++) {
+        snprintf(id, sizeof id, "t-%d", i);
+        json_t *t = json_pack("{s:s,s:s,s:[{s:i,s:s,s:i}]}", "id", id, "intent", i % 2 ? "price" : "stock",
+                              "faults", "call", 0, "type", "timeout", "times", 1);
+        task_index_add(ix, t, i == 7 ? "line seven" : NULL, i == 7 ? 10 : 0);
+        json_decref(t);
+    }
+    json_t *t = json_pack("{s:s,s:s}", "id", "t-3", "intent", "coupon");
+    task_index_add(ix, t, NULL, 0);
+    json_decref(t);
+    CHECK_EQ_INT((long long)task_index_size(ix), 5000);
+    int found = 0;
+    for (int i = 0; i < 5000; i++) {
+        snprintf(id, sizeof id, "t-%d", i);
+        const task_view *v = task_index_get(ix, id);
+        found += v && !strcmp(v->id, id);
+    }
+    CHECK_EQ_INT(found, 5000);
+    CHECK_STR(task_index_get(ix, "t-3")->intent_json, "\"coupon\"");
+    CHECK_STR(task_index_get(ix, "t-3")->fault_types_json, "[]");
+    CHECK_STR(task_index_get(ix, "t-4")->fault_types_json, "[\"timeout\"]");
+    CHECK_STR(task_index_get(ix, "t-7")->id_json, "\"t-7\"");
+    CHECK(task_index_get(ix, "t-7")->line_len == 10 && !memcmp(task_index_get(ix, "t-7")->line, "line seven", 10));
+    CHECK(task_index_get(ix, "t-8")->line == NULL);
+    CHECK(task_index_get(ix, "t-5000") == NULL);
+    CHECK(task_index_get(ix, NULL) == NULL);
+    task_index_free(ix);
+}
+
 int main(void)
 {
+    RUN(view_scores_as_task);
+    RUN(view_of_any_shape);
+    RUN(task_index_finds);
     RUN(fast_load_edge_cases);
     RUN(fast_load_random_and_mutated);
     RUN(fast_load_takes_ordinary_lines);
