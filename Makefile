@@ -162,7 +162,7 @@ check: $(PROGS) $(UNIT)
 demo: $(PROGS)
 	@$(MAKE) --no-print-directory -C examples demo HAT_BIN=$(CURDIR)/$(BIN)
 
-bench: $(PROGS)
+bench: $(PROGS) $(if $(filter 1,$(HAVE_CUDA)),$(GPU_BENCH))
 	@HAT_BIN=$(CURDIR)/$(BIN) tests/bench.sh
 
 # --- fuzzing (tests/fuzz/, man 7 hat LIMITS) ------------------------------
