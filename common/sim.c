@@ -1066,26 +1066,24 @@ static const char *next_code(const char *p, size_t *len)
     return NULL;
 }
 
-char *sim_unsupported_value(const char *reply, const json_t *evidence, const char *viewer_text)
+/* The first of the reply's numbers rv[0..rn) that is none of ev[0..en),
+ * as text, or NULL. */
+static char *unmatched_number(const double *rv, size_t rn, const double *ev, size_t en)
 {
-    double *rv = NULL, *ev = NULL;
-    size_t rn = 0, rc = 0, en = 0, ec = 0, i;
-    json_t *t;
-    numbers(reply, 1, &rv, &rn, &rc);
-    char *bad = NULL;
-    if (rn) {
-        json_array_foreach(evidence, i, t) numbers(json_string_value(t), 0, &ev, &en, &ec);
-        if (viewer_text) numbers(viewer_text, 0, &ev, &en, &ec);
-        for (size_t a = 0; a < rn && !bad; a++) {
-            int found = 0;
-            for (size_t b = 0; b < en && !found; b++) found = fabs(rv[a] - ev[b]) < 1e-6;
-            if (!found) bad = xasprintf("%.15g", rv[a]);
-        }
+    for (size_t a = 0; a < rn; a++) {
+        int found = 0;
+        for (size_t b = 0; b < en && !found; b++) found = fabs(rv[a] - ev[b]) < 1e-6;
+        if (!found) return xasprintf("%.15g", rv[a]);
     }
-    free(rv);
-    free(ev);
-    if (bad) return bad;
-    size_t len;
+    return NULL;
+}
+
+/* The first code of the reply (not an @mention) found neither in the
+ * viewer's text (may be NULL) nor in any evidence text, or NULL. */
+static char *unmatched_code(const char *reply, const char *viewer_text, const json_t *evidence)
+{
+    size_t len, i;
+    json_t *t;
     for (const char *p = reply; (p = next_code(p, &len)); p += len) {
         if (p > reply && p[-1] == '@') continue;
         int found = viewer_text && memmem(viewer_text, strlen(viewer_text), p, len);
@@ -1096,6 +1094,22 @@ char *sim_unsupported_value(const char *reply, const json_t *evidence, const cha
     return NULL;
 }
 
+char *sim_unsupported_value(const char *reply, const json_t *evidence, const char *viewer_text)
+{
+    double *rv = NULL, *ev = NULL;
+    size_t rn = 0, rc = 0, en = 0, ec = 0, i;
+    json_t *t;
+    numbers(reply, 1, &rv, &rn, &rc);
+    if (rn) {
+        json_array_foreach(evidence, i, t) numbers(json_string_value(t), 0, &ev, &en, &ec);
+        if (viewer_text) numbers(viewer_text, 0, &ev, &en, &ec);
+    }
+    char *bad = unmatched_number(rv, rn, ev, en);
+    free(rv);
+    free(ev);
+    return bad ? bad : unmatched_code(reply, viewer_text, evidence);
+}
+
 /* As sim_unsupported_value, with the evidence numbers cached in s: the
  * viewer text's, then each evidence text's as it was added (every text
  * appended to s->evidence has its numbers appended to s->evnum). */
@@ -1103,25 +1117,10 @@ char *sim_unsupported(sim *s, const char *reply)
 {
     double *rv = NULL;
     size_t rn = 0, rc = 0;
-    char *bad = NULL;
     numbers(reply, 1, &rv, &rn, &rc);
-    for (size_t a = 0; a < rn && !bad; a++) {
-        int found = 0;
-        for (size_t b = 0; b < s->nev && !found; b++) found = fabs(rv[a] - s->evnum[b]) < 1e-6;
-        if (!found) bad = xasprintf("%.15g", rv[a]);
-    }
+    char *bad = unmatched_number(rv, rn, s->evnum, s->nev);
     free(rv);
-    if (bad) return bad;
-    size_t len, i;
-    json_t *t;
-    for (const char *p = reply; (p = next_code(p, &len)); p += len) {
-        if (p > reply && p[-1] == '@') continue;
-        int found = memmem(s->viewer_text, strlen(s->viewer_text), p, len) != NULL;
-        json_array_foreach(s->evidence, i, t)
-            if (!found) found = memmem(json_string_value(t), json_string_length(t), p, len) != NULL;
-        if (!found) return xstrndup(p, len);
-    }
-    return NULL;
+    return bad ? bad : unmatched_code(reply, s->viewer_text, s->evidence);
 }
 
 /* ---- replies ------------------------------------------------------------------- */
