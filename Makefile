@@ -51,15 +51,18 @@ DEPS_OK  := build/.deps-ok
 .DEFAULT_GOAL := all
 
 # --- CUDA back end (kernels/cuda/; man 7 hat, GPU) ------------------------
-#   CUDA=auto  (default) on when nvcc is found: PATH, then /usr/local/cuda/bin
+#   CUDA=auto  (default) on when nvcc is found (PATH, then /usr/local/cuda/bin)
+#              and a GPU is usable (nvidia-smi lists one): compiling the
+#              kernels takes ~15 minutes on 2 cores, wasted where no GPU runs them
 #   CUDA=1     required (stop if nvcc is missing);  CUDA=0  off
-# Builds on machines without a GPU; the programs still start there (the
+# CUDA=1 builds on machines without a GPU; the programs still start there (the
 # CUDA runtime finds no driver and device_available() says 0).  SAN=1
 # leaves it off unless CUDA=1 is given: ASan's shadow memory and the CUDA
 # driver's address-space reservations collide on GPU machines.
 # kernels/cuda/*.c (the --device parsing) is plain C and always built.
 CUDA      ?= auto
 NVCC      ?= $(shell command -v nvcc 2>/dev/null || { test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc; })
+GPU_SEEN  := $(shell nvidia-smi -L 2>/dev/null | grep -q '^GPU' && echo 1)
 NVCC_ARCH ?= -gencode arch=compute_80,code=sm_80 -gencode arch=compute_90,code=sm_90 \
              -gencode arch=compute_90,code=compute_90
 ifeq ($(CUDA),1)
@@ -69,8 +72,8 @@ ifeq ($(CUDA),1)
   HAVE_CUDA := 1
   CUDA_WHY  := CUDA=1
 else ifeq ($(CUDA),auto)
-  HAVE_CUDA := $(if $(NVCC),$(if $(filter 1,$(SAN)),0,1),0)
-  CUDA_WHY  := $(if $(NVCC),$(if $(filter 1,$(SAN)),SAN=1; CUDA=1 SAN=1 forces it,auto),nvcc not found; CUDA=1 to require it)
+  HAVE_CUDA := $(if $(NVCC),$(if $(GPU_SEEN),$(if $(filter 1,$(SAN)),0,1),0),0)
+  CUDA_WHY  := $(if $(NVCC),$(if $(GPU_SEEN),$(if $(filter 1,$(SAN)),SAN=1; CUDA=1 SAN=1 forces it,auto: nvcc and a GPU),no GPU seen; CUDA=1 builds it anyway),nvcc not found; CUDA=1 to require it)
 else
   HAVE_CUDA := 0
   CUDA_WHY  := CUDA=$(CUDA)

@@ -4,7 +4,7 @@
 #   ONLY=hsa make bench     run only benchmarks whose name contains "hsa"
 top=$(cd "$(dirname "$0")/.." && pwd)
 : "${HAT_BIN:=$top/bin}"
-export HAT_BIN HAT_TOP="$top" HAT_DATA="$top/data" HAT_SHARED="${HAT_SHARED:-$top/../shared}"
+export HAT_BIN HAT_TOP="$top" HAT_DATA="$top/data" HAT_CONFORMANCE="$top/tests/fixtures/conformance"
 export PATH="$HAT_BIN:$PATH" LC_ALL=C.UTF-8 OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-Haswell}"
 export HAT_BENCH_TMP="${HAT_BENCH_TMP:-$top/build/bench}"
 mkdir -p "$HAT_BENCH_TMP"

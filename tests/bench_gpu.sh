@@ -11,7 +11,7 @@ bench=$top/build/rel/gpu/bench
 skip() { echo "{\"bench\":\"gpu\",\"skipped\":true,\"why\":\"$1\"}"; exit 0; }
 [ -x "$bench" ] || skip "no CUDA back end in this build (make CUDA=1 gpu-bench)"
 command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 || skip "no GPU"
-cfg="${HAT_SHARED:-$top/../shared}/bench/configs.json"
+cfg="$top/tests/fixtures/bench/configs.json"
 [ -f "$cfg" ] || skip "no $cfg"
 # the largest config by parameters: V,C,I,L,H,KV,D,B,T
 big=$(jq -r '.configs | max_by(.vocab_size * .hidden_size + .num_hidden_layers * .hidden_size * .intermediate_size)

@@ -33,7 +33,7 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 : "${HAT_BIN:=$top/bin}" "${STEPS:=6}" "${DECODE_N:=64}" "${CONFIGS:=}"
 : "${CORETYPES:=${OPENBLAS_CORETYPE:-Haswell}}"
 shared="${HAT_SHARED:-$top/../shared}"
-cfgs="$shared/bench/configs.json"
+cfgs="$top/tests/fixtures/bench/configs.json"
 export HAT_DATA="$top/data" OMP_NUM_THREADS=2
 unset OPENBLAS_NUM_THREADS
 tmp=$(mktemp -d "${HAT_BENCH_TMP:-${TMPDIR:-/tmp}}/model.XXXXXX"); trap 'rm -rf "$tmp"' EXIT

@@ -7,12 +7,12 @@
 #   train:  tok-train to 32k ids on the generated corpus (MB=... to resize).
 set -eu
 T="${HAT_BENCH_TMP:-/tmp}/tok"; mkdir -p "$T"
-Q="$HAT_SHARED/conformance/tokenizer/qwen3/tokenizer.json"
+Q="$HAT_CONFORMANCE/tokenizer/qwen3/tokenizer.json"
 MB=${MB:-20}
 export OMP_NUM_THREADS=1
 now() { date +%s.%N; }
 
-jq -r .text "$HAT_SHARED/conformance/tokenizer/corpus.jsonl" | tr -d '\000' >"$T/one.txt"
+jq -r .text "$HAT_CONFORMANCE/tokenizer/corpus.jsonl" | tr -d '\000' >"$T/one.txt"
 : >"$T/corpus.txt"
 while [ "$(wc -c <"$T/corpus.txt")" -lt $((MB << 20)) ]; do cat "$T/one.txt" >>"$T/corpus.txt"; done
 # A generated corpus: live-stream chat lines from the example harness texts, shuffled.

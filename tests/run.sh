@@ -7,43 +7,77 @@
 #   HAT_BIN   programs to test (bin/ or build/san/bin)
 #   HAT_UNIT  directory of unit test binaries
 #   ONLY      run only tests whose name contains this string
+#   JOBS      tests run at once (default: make's -jN, else the core count)
+# Everything a test needs is in the checkout: conformance data (Hugging
+# Face tokenizers, the Qwen3 chat template, the original IFEval checker)
+# is under tests/fixtures/conformance.
 top=$(cd "$(dirname "$0")/.." && pwd)
 : "${HAT_BIN:=$top/bin}" "${HAT_UNIT:=$top/build/rel/tests}"
-export HAT_BIN HAT_TOP="$top" HAT_DATA="$top/data" HAT_SHARED="${HAT_SHARED:-$top/../shared}"
+export HAT_BIN HAT_TOP="$top" HAT_DATA="$top/data" HAT_CONFORMANCE="$top/tests/fixtures/conformance"
 export PATH="$HAT_BIN:$PATH" LC_ALL=C.UTF-8 OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-Haswell}"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}" UBSAN_OPTIONS="print_stacktrace=1"
-# One directory per run, so concurrent runs do not clobber each other;
-# removed when everything passed, kept for inspection otherwise.
-out="$top/tests/out/run.$$"
-rm -rf "$out"; mkdir -p "$out"
-export HAT_TEST_TMP="$out"
-pass=0 fail=0
+# Each test is one process tree; two of them at once, each with every core,
+# would oversubscribe: tests are small, one BLAS/OpenMP thread each.
+export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
 
-run_one() {   # name, command...
-    name=$1; shift
-    case "$name" in *"${ONLY:-}"*) ;; *) return ;; esac
-    log="$out/$name.log"
-    "$@" >"$log" 2>&1
+# --- one test (run by xargs below): NAME CMD... ---------------------------
+if [ "${1:-}" = --one ]; then
+    shift; name=$1; shift
+    log="$RUN_OUT/$name.log"
+    HAT_TEST_TMP="$RUN_OUT/tmp/$name"; export HAT_TEST_TMP; mkdir -p "$HAT_TEST_TMP"
+    "$@" >"$log" 2>&1 </dev/null
     rc=$?
     p=$(grep -c '^ok ' "$log"); f=$(grep -c '^not ok ' "$log")
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "not ok - $name exited with status $rc" >>"$log"; fi
-    pass=$((pass + p)); fail=$((fail + f))
+    echo "$p $f" >"$RUN_OUT/$name.result"
+    rm -rf "$HAT_TEST_TMP"   # scratch files go; the log stays until the end
     if [ "$f" -gt 0 ]; then
-        echo "FAIL $name ($p passed, $f failed)"; sed 's/^/    /' "$log" | tail -n 60
+        { echo "FAIL $name ($p passed, $f failed)"; sed 's/^/    /' "$log" | tail -n 60; } >"$RUN_OUT/$name.report"
     else
-        echo "ok   $name ($p)"; [ -n "${VERBOSE:-}" ] && sed 's/^/    /' "$log"
+        { echo "ok   $name ($p)"; [ -n "${VERBOSE:-}" ] && sed 's/^/    /' "$log"; } >"$RUN_OUT/$name.report"
     fi
-}
+    cat "$RUN_OUT/$name.report"   # one write, so parallel reports do not interleave
+    exit 0
+fi
 
-for t in "$HAT_UNIT"/test_*; do
-    [ -x "$t" ] || continue
-    run_one "$(basename "$t")" "$t"
-done
-for t in "$top"/tests/cli/*.sh; do
-    [ -e "$t" ] || continue
-    case "$t" in */lib.sh) continue ;; esac
-    run_one "$(basename "$t" .sh)" sh "$t"
-done
-[ "$fail" -eq 0 ] && rm -rf "$out"
+# --- the whole suite ------------------------------------------------------
+if [ -z "${JOBS:-}" ]; then
+    JOBS=$(printf '%s\n' "${MAKEFLAGS:-}" | sed -n 's/.*-j *\([0-9][0-9]*\).*/\1/p')
+    [ -n "$JOBS" ] || JOBS=$(nproc 2>/dev/null || echo 1)
+fi
+# One directory per run, so concurrent runs do not clobber each other;
+# removed when everything passed, only the logs kept otherwise.
+RUN_OUT="$top/tests/out/run.$$"; export RUN_OUT
+rm -rf "$RUN_OUT"; mkdir -p "$RUN_OUT/tmp"
+trap 'rm -rf "$RUN_OUT/tmp"' EXIT
+trap 'rm -rf "$RUN_OUT"; exit 130' INT TERM
+
+# The command-line scripts first: they take longest, so they start early.
+{
+    for t in "$top"/tests/cli/*.sh; do
+        [ -e "$t" ] || continue
+        case "$t" in */lib.sh) continue ;; esac
+        n=$(basename "$t" .sh)
+        case "$n" in *"${ONLY:-}"*) printf '%s sh %s\n' "$n" "$t" ;; esac
+    done
+    for t in "$HAT_UNIT"/test_*; do
+        [ -x "$t" ] || continue
+        n=$(basename "$t")
+        case "$n" in *"${ONLY:-}"*) printf '%s %s\n' "$n" "$t" ;; esac
+    done
+} >"$RUN_OUT/list"
+
+xargs -P "$JOBS" -L 1 sh "$0" --one <"$RUN_OUT/list"
+
+pass=0 fail=0
+while read -r name _; do
+    if [ -f "$RUN_OUT/$name.result" ]; then read -r p f <"$RUN_OUT/$name.result"
+    else p=0 f=1; echo "FAIL $name (no result)"; fi
+    pass=$((pass + p)); fail=$((fail + f))
+    [ "$f" -eq 0 ] && rm -f "$RUN_OUT/$name.log"
+done <"$RUN_OUT/list"
+rm -rf "$RUN_OUT/tmp" "$RUN_OUT"/*.result "$RUN_OUT"/*.report "$RUN_OUT/list"
+if [ "$fail" -eq 0 ]; then rm -rf "$RUN_OUT"
+else echo "logs of the failed tests: $RUN_OUT"; fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

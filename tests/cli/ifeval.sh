@@ -1,7 +1,9 @@
 # ifeval.sh — ifeval against the original checker's verdicts (conformance),
 # general-gen records scored by ifeval, splits, --import, bad inputs.
 . "$HAT_TOP/tests/cli/lib.sh"; T=$(mktmp)
-C="$HAT_SHARED/conformance/ifeval"
+C="$HAT_CONFORMANCE/ifeval"
+need "$C/input_data.jsonl" "$C/sample_responses.jsonl" "$C/sample_expected.json" \
+     "$C/synthetic_responses_s1.jsonl" "$C/expected_synthetic_s1.json"
 
 # conformance: per-prompt verdicts and aggregate, for both reference sets
 for set in sample:sample_responses:sample_expected synthetic:synthetic_responses_s1:expected_synthetic_s1; do

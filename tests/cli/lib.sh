@@ -5,6 +5,8 @@
 #   fails NAME RC CMD...  CMD must exit with status RC
 #   same NAME FILE1 FILE2 files must be byte-identical
 #   has NAME FILE PATTERN grep -E PATTERN must match in FILE
+#   need FILE...          inputs the script cannot do without: a missing
+#                         one is a failure and ends the script
 set -u
 : "${HAT_TOP:?run through tests/run.sh}"
 mktmp() { mktemp -d "${HAT_TEST_TMP:-/tmp}/cliXXXXXX"; }
@@ -18,6 +20,11 @@ fails() {
     n=$1; want=$2; shift 2
     "$@" >"$T/.out" 2>"$T/.err"; rc=$?
     if [ "$rc" -eq "$want" ]; then pass "$n"; else flunk "$n" "exit $rc, wanted $want: $(head -c 600 "$T/.err")"; fi
+}
+need() {
+    for f in "$@"; do
+        [ -r "$f" ] || { echo "not ok - input $f is missing"; exit 1; }
+    done
 }
 same() { if cmp -s "$2" "$3"; then pass "$1"; else flunk "$1" "$2 and $3 differ"; fi; }
 has() { if grep -Eq -- "$3" "$2"; then pass "$1"; else flunk "$1" "no /$3/ in $2: $(head -c 400 "$2")"; fi; }

@@ -3,8 +3,9 @@
 # tokenizer and using it, and the error paths.
 . "$HAT_TOP/tests/cli/lib.sh"
 T=$(mktmp)
-C="$HAT_SHARED/conformance/tokenizer"
+C="$HAT_CONFORMANCE/tokenizer"
 Q="$C/qwen3/tokenizer.json"
+need "$Q" "$C/corpus.jsonl" "$C/expected_ids.jsonl" "$C/decode_cases.jsonl" "$C/expected_decode.jsonl"
 
 # --- conformance through the programs ---------------------------------------
 ok "encode corpus" tok-encode --tokenizer "$Q" -o "$T/ids.jsonl" "$C/corpus.jsonl"

@@ -1,5 +1,5 @@
 /* fuzz_tok_encode.c — encoding arbitrary bytes with a real tokenizer: the
- * Qwen3 tokenizer.json from $HAT_SHARED when present, else the small one
+ * Qwen3 tokenizer.json from $HAT_CONFORMANCE when present, else the small one
  * committed next to this file (tests/fuzz/tokenizer.json, tok-train
  * output).  Invalid UTF-8 is refused with nothing appended; valid text
  * encodes to ids in range, and decodes back to itself when it is ASCII
@@ -11,10 +11,10 @@ static tokenizer *fuzz_tok;
 
 static void load_tokenizer(void)
 {
-    const char *shared = getenv("HAT_SHARED");
+    const char *conf = getenv("HAT_CONFORMANCE");
     char *path = NULL;
-    if (shared && *shared) {
-        path = xasprintf("%s/conformance/tokenizer/qwen3/tokenizer.json", shared);
+    if (conf && *conf) {
+        path = xasprintf("%s/tokenizer/qwen3/tokenizer.json", conf);
         if (access(path, R_OK)) { free(path); path = NULL; }
     }
     if (!path) path = fuzz_top_path("tests/fuzz/tokenizer.json");

@@ -10,7 +10,7 @@
 #   tests/fuzz/run.sh [NAME...]     default: every target in FUZZ_BIN
 top=$(cd "$(dirname "$0")/../.." && pwd)
 : "${FUZZ_BIN:=$top/build/fuzz}" "${FUZZ_SECONDS:=60}"
-export HAT_TOP="$top" HAT_DATA="$top/data" HAT_SHARED="${HAT_SHARED:-$top/../shared}"
+export HAT_TOP="$top" HAT_DATA="$top/data" HAT_CONFORMANCE="$top/tests/fixtures/conformance"
 export LC_ALL=C.UTF-8 OPENBLAS_CORETYPE="${OPENBLAS_CORETYPE:-Haswell}" OMP_NUM_THREADS=1
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}" UBSAN_OPTIONS="print_stacktrace=1"
 out="$top/tests/out/fuzz"

@@ -117,7 +117,7 @@ fi
 
 # --- benchmark: the largest bench config, a bigger synthetic one, decoding
 cfg=""
-for f in "${HAT_SHARED:-$top/../shared}/bench/configs.json" "$top/shared/bench/configs.json"; do
+for f in "$top/tests/fixtures/bench/configs.json"; do
     [ -f "$f" ] || continue
     cfg=$(python3 -c '
 import json, sys

@@ -68,4 +68,21 @@ static inline const char *test_example_harness(void)
     return path;
 }
 
+/* A conformance file (reference outputs of Hugging Face tokenizers, the
+ * Qwen3 chat template, the original IFEval checker), kept in the
+ * repository under tests/fixtures/conformance.  A missing file stops the
+ * test binary: a test without its input must fail, not pass. */
+static inline char *test_conformance(const char *dir, const char *name)
+{
+    const char *top = getenv("HAT_TOP");
+    size_t n = strlen(top ? top : ".") + strlen(dir) + strlen(name) + 40;
+    char *p = malloc(n);
+    if (!p) abort();
+    snprintf(p, n, "%s/tests/fixtures/conformance/%s/%s", top ? top : ".", dir, name);
+    FILE *f = fopen(p, "rb");
+    if (!f) { fprintf(stderr, "%s: cannot open (conformance data)\n", p); exit(1); }
+    fclose(f);
+    return p;
+}
+
 #endif

@@ -10,8 +10,7 @@
 
 static char *shared_path(const char *name)
 {
-    const char *s = getenv("HAT_SHARED");
-    return xasprintf("%s/conformance/chat_template/%s", s ? s : "../shared", name);
+    return test_conformance("chat_template", name);
 }
 
 static json_t *load_all(const char *name)

@@ -7,7 +7,7 @@
 
 static tokenizer *qwen3(void)
 {
-    char *p = xasprintf("%s/conformance/tokenizer/qwen3/tokenizer.json", getenv("HAT_SHARED"));
+    char *p = test_conformance("tokenizer", "qwen3/tokenizer.json");
     char *err = NULL;
     tokenizer *t = tok_load(p, &err);
     if (!t) fprintf(stderr, "  %s\n", err);
@@ -18,7 +18,7 @@ static tokenizer *qwen3(void)
 
 static json_t *load_cases(void)
 {
-    char *p = xasprintf("%s/conformance/chat_template/cases.jsonl", getenv("HAT_SHARED"));
+    char *p = test_conformance("chat_template", "cases.jsonl");
     jsonl_reader *r = jsonl_open(p, 0);
     json_t *all = json_array(), *v;
     while (r && jsonl_next(r, &v) == 1) json_array_append_new(all, v);

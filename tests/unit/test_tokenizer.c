@@ -15,8 +15,7 @@ static tokenizer *qwen;
 
 static char *shared(const char *rel)
 {
-    const char *s = getenv("HAT_SHARED");
-    return xasprintf("%s/conformance/tokenizer/%s", s ? s : "../shared", rel);
+    return test_conformance("tokenizer", rel);
 }
 
 static tokenizer *load_qwen(void)
