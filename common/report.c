@@ -232,7 +232,17 @@ int report_add_line(report *r, const char *name, const json_t *line, char **err)
     const char *set = cm ? json_string_value(json_object_get(cm, "set")) : NULL;
     if (!set) {
         int s = evalset_id_set(id);
-        if (s < 0) { json_decref(out); *err = xasprintf("case '%s': unknown set (give --cases)", id); return -1; }
+        if (s < 0) {
+            json_decref(out);
+            /* With cases loaded, the id is simply not one of them: most
+             * often verdicts of training tasks (judge on traj-gen output)
+             * instead of a model's rollouts of the evaluation cases. */
+            *err = json_object_size(r->cases)
+                 ? xasprintf("case '%s' is not in --cases (verdicts of training tasks? report scores "
+                             "the evaluation cases: rollout --tasks-are-cases --judge on cases.jsonl)", id)
+                 : xasprintf("case '%s': unknown set (give --cases)", id);
+            return -1;
+        }
         set = evalset_names[s];
     }
     if (!json_object_get(out, "set")) json_object_set_new(out, "set", json_string(set));
