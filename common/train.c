@@ -1,5 +1,6 @@
 /* train.c — data, batching, resumable state and the optimiser step (see train.h). */
 #include "train.h"
+#include "progress.h"
 #include "chat_encode.h"
 #include "cuda/device.h"
 #include "jsonl.h"
@@ -499,9 +500,9 @@ int train_run(ckpt *k, train_state *s, const train_loop *L)
     hat_out *mo = NULL;
     int writer = !L->dev || L->dev->rank == 0;
     if (writer && L->metrics && !(mo = out_open_log(L->metrics))) return -1;
-    int tty = writer && isatty(2), rc = 0;
+    int rc = 0;
     long start = s->step, end = s->step + L->steps;
-    double t0 = hat_now();
+    progress *pg = writer ? progress_start(NULL, "steps", L->steps) : NULL;
     while (s->step < end && !rc) {
         json_t *line = NULL;
         char status[256] = "", *err = NULL;
@@ -513,13 +514,11 @@ int train_run(ckpt *k, train_state *s, const train_loop *L)
         }
         if (mo && line) rc = out_json(mo, line);
         json_decref(line);
-        if (tty) {
-            double eta = (hat_now() - t0) / (s->step - start) * (end - s->step);
-            fprintf(stderr, "\rstep %ld/%ld  %s  ETA %.0fs   ", s->step, end, status, eta);
-        }
+        progress_status(pg, "%s", status);
+        progress_update(pg, s->step - start, 0);
         if (L->save_every && s->step % L->save_every == 0 && s->step < end) rc = save_stage(k, s, L);
     }
-    if (tty) fputc('\n', stderr);
+    progress_end(pg);
     if (mo) { if (rc) out_abort(mo); else rc = out_close(mo); }
     return rc ? -1 : save_stage(k, s, L);
 }
