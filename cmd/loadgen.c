@@ -35,6 +35,7 @@ static const char usage[] =
     "  --requests FILE      one JSON line per request: index, status, latency_ms, ttft_ms, tokens\n"
     "  --quiet              no table on stderr\n"
     "  --seed N             arrival times for --rate (default 1)\n"
+    "  --skip-bad           skip input lines that are not requests and report the count\n"
     "  -o FILE              the report (default stdout)\n";
 
 enum { O_URL = 1, O_CASES, O_CONC, O_RATE, O_BUDGET, O_STREAM, O_MAXTOK, O_TOKEN, O_TIMEOUT, O_REQS, O_QUIET };
