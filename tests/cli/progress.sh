@@ -57,3 +57,12 @@ hasnt "short work: no progress line" "$T/short.tty" "lines, "
 export HAT_PROGRESS=0
 ok "HAT_PROGRESS=0 on a terminal" on_tty off "sft-step --init $T/m.ckpt --data $T/seqs.jsonl --seq 4096 --batch 2 --steps 2 -o $T/s0.ckpt"
 hasnt "HAT_PROGRESS=0: no progress line" "$T/off.tty" "steps \("
+
+# loadgen: requests answered of the total, against a serve on any free port.
+unset HAT_PROGRESS
+serve --policy teacher --world "$T/w.json" --harness "$H" --port 0 --port-file "$T/port" 2>"$T/serve.log" &
+spid=$!
+i=0; while [ ! -s "$T/port" ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i + 1)); done
+ok "loadgen on a terminal" on_tty lg "HAT_PROGRESS=now loadgen --url http://127.0.0.1:$(cat "$T/port") --concurrency 2 -n 6 --quiet -o $T/lg.out $T/t.jsonl"
+has "loadgen: requests of the total" "$T/lg.tty" "loadgen: 6/6 requests \(100%\) in [0-9]+s"
+kill "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
