@@ -125,9 +125,13 @@ int train_data_load(train_data *d, const char *path, const train_encoder *enc, i
     /* A run that trains nothing must not look like one that trained: with
      * every target cut the loss is 0 and the checkpoint unchanged. */
     if (rc == 0 && d->n && d->n_targets == 0) {
-        hat_errat(name, 0, "nothing to train: none of its %ld sequences has a loss target within "
-                  "its first %d tokens (%ld targets cut; the longest sequence has %ld tokens, "
-                  "--seq %ld keeps them all)", d->n, T + 1, d->n_targets_cut, d->longest, d->longest - 1);
+        if (d->n_targets_cut)
+            hat_errat(name, 0, "nothing to train: none of its %ld sequences has a loss target within "
+                      "its first %d tokens (%ld targets cut; the longest sequence has %ld tokens, "
+                      "--seq %ld keeps them all)", d->n, T + 1, d->n_targets_cut, d->longest, d->longest - 1);
+        else
+            hat_errat(name, 0, "nothing to train: none of its %ld sequences has a loss target "
+                      "(every mask is 0)", d->n);
         rc = -1;
     }
     if (bad) hat_errat(name, 0, "skipped %ld bad lines", bad);

@@ -38,6 +38,10 @@ fails "sft-step refuses data whose every target is cut" 1 sft-step --init "$T/ba
     --steps 1 -o "$T/cut.ckpt"
 has "names what to give" "$T/.err" "nothing to train: .*first 257 tokens.*--seq [0-9]+ keeps them all"
 [ ! -e "$T/cut.ckpt" ] && pass "no checkpoint from a run that trains nothing" || flunk "no checkpoint from a run that trains nothing"
+jq -c '.mask |= map(0)' "$T/seqs.jsonl" >"$T/nomask.jsonl"
+fails "sft-step refuses data without a loss target" 1 sft-step --init "$T/base.ckpt" --data "$T/nomask.jsonl" \
+    --steps 1 --seq 4096 -o "$T/nomask.ckpt"
+has "says every mask is 0" "$T/.err" "nothing to train: none of its 12 sequences has a loss target \(every mask is 0\)"
 # Some targets cut, some kept: trained, and the warning counts what was lost
 # (a trajectory ends with the assistant's reply, so cutting its tail cuts targets).
 long=$(jq -s 'map(.ids | length) | max' "$T/seqs.jsonl")
