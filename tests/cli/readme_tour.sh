@@ -34,7 +34,7 @@ case $(head -n 1 "$T/tour.sh") in "harness-lint examples/harness "*) true ;; *) 
     && pass "the tour starts with harness-lint" || flunk "the tour starts with harness-lint" "$(head -n 1 "$T/tour.sh")"
 for p in world-gen traj-gen hsa-augment judge tok-train tok-encode model-init sft-step generate rollout \
          opd-step grpo-step evalset report serve loadgen; do
-    grep -Eq "(^|[|] *|^ +)$p " "$T/tour.sh" && pass "the tour runs $p" || flunk "the tour runs $p"
+    grep -Eq "(^|[|;] *|^ +)$p " "$T/tour.sh" && pass "the tour runs $p" || flunk "the tour runs $p"
 done
 hasnt "no table rows in the commands" "$T/tour.sh" '^\|'
 hasnt "nothing from the GPU section" "$T/tour.sh" '--device cuda'
