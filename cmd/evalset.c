@@ -23,7 +23,8 @@ static const char usage[] =
     "  --sets LIST          comma-separated sets (default all)\n"
     "  -n N                 about N cases in all, in the default proportions\n"
     "  --ifeval-input FILE  the original IFEval input_data.jsonl for the ifeval set\n"
-    "  --seed N             seed (default 1); the same seed gives the same bytes\n";
+    "  --seed N             seed (default 1); the same seed gives the same bytes\n"
+    "  -o FILE              the cases (default stdout; written atomically)\n";
 
 enum { O_WORLD = 1, O_HARNESS, O_SETS, O_IFEVAL };
 

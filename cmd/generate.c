@@ -8,6 +8,7 @@
 #include "generate.h"
 #include "harness.h"
 #include "jsonl.h"
+#include "progress.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -258,6 +259,7 @@ int main(int argc, char **argv)
     double t0 = hat_now();
     int live = 0;
     rc = 0;
+    progress *pg = progress_start(NULL, "prompts", nj);
     while ((next < nj || live) && !rc) {
         while (next < nj) {        /* fill free slots */
             int s = gen_add(e, jobs[next].ids, jobs[next].n, &p, c.seed, (uint64_t)next);
@@ -287,7 +289,11 @@ int main(int argc, char **argv)
             rc = out_json(o, jobs[emitted].out);
             json_decref(jobs[emitted].out);
         }
+        if (progress_due(pg)) progress_status(pg, "%d decoding", live);
+        progress_update(pg, emitted, 0);
     }
+    progress_status(pg, "%s", "");
+    progress_end(pg);
     if (stats) print_stats(e, hat_now() - t0, gen_device_name(e));
     for (long i = 0; i < nj; i++) {
         json_decref(jobs[i].in);

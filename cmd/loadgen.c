@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "jsonl.h"
 #include "loadgen.h"
+#include "progress.h"
 #include "rng.h"
 #include "util.h"
 
@@ -34,6 +35,7 @@ static const char usage[] =
     "  --requests FILE      one JSON line per request: index, status, latency_ms, ttft_ms, tokens\n"
     "  --quiet              no table on stderr\n"
     "  --seed N             arrival times for --rate (default 1)\n"
+    "  --skip-bad           skip input lines that are not requests and report the count\n"
     "  -o FILE              the report (default stdout)\n";
 
 enum { O_URL = 1, O_CASES, O_CONC, O_RATE, O_BUDGET, O_STREAM, O_MAXTOK, O_TOKEN, O_TIMEOUT, O_REQS, O_QUIET };
@@ -49,6 +51,8 @@ typedef struct {
     long    next;
     pthread_mutex_t mu;
     lg_sample *out;
+    progress *pg;        /* requests answered, on a terminal */
+    long    answered, failed;
 } run;
 
 /* Generated tokens reported in a response body (agent timings, chat
@@ -91,6 +95,11 @@ static void *worker(void *arg)
         s->ttft = r.t_first;
         s->tokens = r.status == 200 ? tokens_of(r.body.s ? r.body.s : "", r.body.len) : 0;
         lg_response_free(&r);
+        pthread_mutex_lock(&R->mu);
+        R->answered++;
+        if (s->status != 200) { R->failed++; progress_status(R->pg, "%ld failed", R->failed); }
+        progress_update(R->pg, R->answered, 0);
+        pthread_mutex_unlock(&R->mu);
     }
 }
 
@@ -203,8 +212,10 @@ int main(int argc, char **argv)
     if (nthreads > R.n) nthreads = R.n;
     pthread_t *th = xcalloc(nthreads, sizeof *th);
     R.t0 = hat_now();
+    R.pg = progress_start(NULL, "requests", R.n);
     for (long i = 0; i < nthreads; i++) pthread_create(&th[i], NULL, worker, &R);
     for (long i = 0; i < nthreads; i++) pthread_join(th[i], NULL);
+    progress_end(R.pg);
     double dur = hat_now() - R.t0;
     free(th);
 

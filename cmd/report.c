@@ -22,7 +22,9 @@ static const char usage[] =
     "  --metrics NAME=FILE   a training run's metrics JSONL for the curves (repeatable)\n"
     "  --metric KEY          the metric to plot against step (default loss)\n"
     "  --bootstrap B         bootstrap resamples for the mean-total interval (default 1000)\n"
-    "  --seed N              bootstrap seed (default 1)\n";
+    "  --seed N              bootstrap seed (default 1)\n"
+    "  --skip-bad            skip bad verdict lines and report the count\n"
+    "  -o FILE               the Markdown report (default stdout; atomic)\n";
 
 enum { O_CASES = 1, O_MODEL, O_JSON, O_PLOTS, O_METRICS, O_METRIC, O_BOOT };
 

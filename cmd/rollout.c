@@ -7,6 +7,7 @@
 #include "judge.h"
 #include "jsonl.h"
 #include "rollout.h"
+#include "progress.h"
 #include "tasks.h"
 #include "tokenizer.h"
 #include "util.h"
@@ -89,16 +90,15 @@ static const json_t *case_task(const json_t *line, json_t **extra, char **err)
     return task;
 }
 
-static void progress(rollout *r, long total_read, double t0, int final)
+/* The terminal's progress line: conversations done, of those read so far. */
+static void show_progress(progress *pg, rollout *r, long total_read, double t0, int final)
 {
-    static double last;
-    double t = hat_now();
-    if (!final && t - last < 0.5) return;
-    last = t;
+    if (!final && !progress_due(pg)) return;
     rollout_stats s = rollout_get_stats(r);
-    fprintf(stderr, "\rrollout: %ld/%ld done, %d running, %ld turns, %.0f tok/s (%s)   %s",
-            s.conversations, total_read, rollout_running(r), s.turns,
-            s.gen_tokens / (t - t0 > 1e-9 ? t - t0 : 1e-9), rollout_device(r), final ? "\n" : "");
+    double dt = hat_now() - t0;
+    progress_status(pg, "%ld read, %d running, %ld turns, %.0f tok/s (%s)", total_read, rollout_running(r),
+                    s.turns, s.gen_tokens / (dt > 1e-9 ? dt : 1e-9), rollout_device(r));
+    progress_update(pg, s.conversations, 0);
 }
 
 int main(int argc, char **argv)
@@ -192,9 +192,10 @@ int main(int argc, char **argv)
     }
     if (!(o = out_open(c.output))) { rc = -1; goto out; }
 
-    int tty = isatty(2), nin = optind < argc ? argc - optind : 1, fi = 0, eof = 0;
+    int nin = optind < argc ? argc - optind : 1, fi = 0, eof = 0;
     long bad = 0;
     double t0 = hat_now();
+    progress *pg = progress_start(NULL, "conversations", 0);   /* before the reader's: this line is ours */
     jsonl_reader *in = NULL;
     char **names = xcalloc(nin, sizeof *names);    /* for messages after a reader closes */
     while (!rc && (!eof || rollout_running(r) || rollout_pending(r))) {
@@ -269,10 +270,11 @@ int main(int argc, char **argv)
             j->out = j->extra = NULL;
             j->id = NULL;
         }
-        if (tty) progress(r, J.n, t0, 0);
+        show_progress(pg, r, J.n, t0, 0);
     }
     if (in && jsonl_close(in)) rc = -1;
-    if (tty) progress(r, J.n, t0, 1);
+    show_progress(pg, r, J.n, t0, 1);
+    progress_end(pg);
     if (c.skip_bad && bad) hat_warn("skipped %ld bad tasks", bad);
     for (int i = 0; i < nin; i++) free(names[i]);
     free(names);

@@ -35,7 +35,8 @@ static const char usage[] =
     "                     sequences by length\n"
     "  --batch B          sequences per micro-batch (default 8)\n"
     "  --seq T            tokens per sequence; longer ones are cut (default 256,\n"
-    "                     at most max_position_embeddings)\n"
+    "                     at most max_position_embeddings); data with no loss\n"
+    "                     target left within T+1 tokens is refused\n"
     "  --accum A          micro-batches per step (gradient accumulation, default 1)\n"
     "  --lr X             peak learning rate (default 3e-4)\n"
     "  --min-lr X         final learning rate of the decay (default 0)\n"
@@ -46,7 +47,9 @@ static const char usage[] =
     "  --beta2 X          AdamW beta2 (default 0.95)\n"
     "  --clip X           max global gradient norm, 0 = off (default 1.0)\n"
     "  --metrics FILE     append one JSON line per step (step, loss, lr, grad_norm,\n"
-    "                     tokens, tokens_per_s, device)\n"
+    "                     tokens and tokens_per_s: trained tokens (loss targets),\n"
+    "                     tokens_processed and tokens_processed_per_s: positions\n"
+    "                     computed, padding included; device)\n"
     "  --save-every K     also write -o every K steps\n"
     "  --seed N           data order seed (default 1)\n"
     "  --device D         cpu | cuda | auto (default cpu; auto = cuda when a GPU\n"
@@ -68,11 +71,15 @@ static int sft_one(void *ctx, train_state *s, json_t **line, char *status, size_
     double t0 = hat_now();
     train_result r;
     train_step_on(x->dev, x->k, x->d, s, &r);
-    double dt = hat_now() - t0, tps = r.tokens / (dt > 0 ? dt : 1e-9);
-    *line = json_pack("{s:I,s:f,s:f,s:f,s:I,s:f,s:s}", "step", (json_int_t)s->step, "loss", r.loss,
+    double dt = hat_now() - t0, tps = r.tokens / (dt > 0 ? dt : 1e-9), pps = r.processed / (dt > 0 ? dt : 1e-9);
+    *line = json_pack("{s:I,s:f,s:f,s:f,s:I,s:f,s:I,s:f,s:s}", "step", (json_int_t)s->step, "loss", r.loss,
                       "lr", (double)r.lr, "grad_norm", r.grad_norm, "tokens", (json_int_t)r.tokens,
-                      "tokens_per_s", tps, "device", train_device_name(x->dev));
-    snprintf(status, n, "loss %.4f  lr %.2e  |g| %.3f  %.0f tok/s", r.loss, r.lr, r.grad_norm, tps);
+                      "tokens_per_s", tps, "tokens_processed", (json_int_t)r.processed,
+                      "tokens_processed_per_s", pps, "device", train_device_name(x->dev));
+    /* Both rates: a trajectory's loss covers only what the assistant wrote
+     * (a few percent of its tokens), so the trained rate alone looks slow. */
+    snprintf(status, n, "loss %.4f  lr %.2e  |g| %.3f  %.0f tok/s processed, %.0f trained",
+             r.loss, r.lr, r.grad_norm, pps, tps);
     return 0;
 }
 
@@ -152,7 +159,12 @@ int main(int argc, char **argv)
     }
     tok_free((tokenizer *)enc.tok);
     json_decref(h);
-    if (d.n_truncated) hat_warn("%ld sequences longer than %d tokens were cut", d.n_truncated, s.T + 1);
+    if (d.n_truncated)
+        hat_warn("%ld of %ld sequences longer than %d tokens were cut, losing %ld of %ld loss targets "
+                 "(the longest has %ld tokens)", d.n_truncated, d.n, s.T + 1, d.n_targets_cut,
+                 d.n_targets + d.n_targets_cut, d.longest);
+    hat_warn("%ld sequences of %ld tokens in all, %ld of them trained (loss targets) per epoch",
+             d.n, d.n_tokens, d.n_targets);
 
     sft_ctx x = { &k, &d, &td };
     train_loop L = { .step = sft_one, .ctx = &x, .steps = steps, .save_every = save_every,

@@ -67,7 +67,7 @@ static int add_record(job *j, const char *file, long line, const json_t *rec)
     return 0;
 }
 
-static int read_input(job *j, const char *path, int skip_bad, int progress, long *nrec, long *bad)
+static int read_input(job *j, const char *path, int skip_bad, long *nrec, long *bad)
 {
     jsonl_reader *r = jsonl_open(path, skip_bad);
     if (!r) return -1;
@@ -78,9 +78,7 @@ static int read_input(job *j, const char *path, int skip_bad, int progress, long
         json_decref(rec);
         if (e && !skip_bad) { status = -1; break; }
         *bad += e;
-        if (++*nrec % 10000 == 0 && progress)
-            fprintf(stderr, "\r%s: %ld records, %zu distinct words   ", hat_prog, *nrec,
-                    tok_trainer_words(j->tr));
+        ++*nrec;   /* progress on a terminal: the reader's (progress.h) */
     }
     if (rc < 0) status = -1;
     if (jsonl_close(r)) status = -1;
@@ -121,8 +119,7 @@ int main(int argc, char **argv)
     long nrec = 0, bad = 0;
     int status = 0;
     for (int i = optind; (i < argc || i == optind) && !status; i++)
-        if (read_input(&j, i < argc ? argv[i] : NULL, c.skip_bad, o.progress, &nrec, &bad)) status = 1;
-    if (o.progress) fputc('\n', stderr);
+        if (read_input(&j, i < argc ? argv[i] : NULL, c.skip_bad, &nrec, &bad)) status = 1;
     if (bad) hat_warn("skipped %ld bad record%s", bad, bad == 1 ? "" : "s");
     json_t *out = NULL;
     if (!status) {

@@ -13,6 +13,7 @@
 #include "general.h"
 #include "hsa.h"
 #include "jsonl.h"
+#include "progress.h"
 #include "sim.h"
 #include "tasks.h"
 #include "teacher.h"
@@ -565,15 +566,21 @@ int evalset_build(evalset *e, int mask, const long size[EVAL_NSETS], uint64_t se
                   evalset_emit_fn emit, void *arg, char **err)
 {
     *err = NULL;
-    for (int s = 0; s < EVAL_NSETS; s++) {
+    long total = 0, done = 0;
+    for (int s = 0; s < EVAL_NSETS; s++) if (mask & (1 << s)) total += size[s];
+    progress *pg = progress_start(NULL, "cases", total);
+    int rc = 0;
+    for (int s = 0; s < EVAL_NSETS && !rc; s++) {
         if (!(mask & (1 << s))) continue;
-        for (long i = 0; i < size[s]; i++) {
+        progress_status(pg, "%s", evalset_names[s]);
+        for (long i = 0; i < size[s] && !rc; i++) {
             json_t *c = evalset_case(e, s, seed, i, err);
-            if (!c) return -1;
-            int rc = emit(arg, c);
+            if (!c) { rc = -1; break; }
+            rc = emit(arg, c) ? -1 : 0;
             json_decref(c);
-            if (rc) return -1;
+            progress_update(pg, ++done, 0);
         }
     }
-    return 0;
+    progress_end(pg);
+    return rc;
 }

@@ -278,6 +278,7 @@ void hsa_augment_batch(const hsa_vocab *v, const hsa_opts *o, json_t *const *rec
  * (hsa_parse_record) rather than once per line. */
 #include "harness_memo.h"
 
+#include "progress.h"
 #include <zlib.h>
 #include <errno.h>
 #include <unistd.h>
@@ -288,6 +289,8 @@ struct hsa_reader {
     size_t cap;
     long   line;
     harness_memo *memo;     /* the last inline harness, parsed once */
+    progress *prog;         /* lines and bytes on a terminal */
+    uint64_t bytes;
 };
 
 hsa_reader *hsa_reader_open(const char *path)
@@ -305,6 +308,8 @@ hsa_reader *hsa_reader_open(const char *path)
     r->cap = 1 << 16;
     r->buf = xmalloc(r->cap);
     r->memo = harness_memo_new();
+    if ((r->prog = progress_start(r->name, "lines", 0)) && gzdirect(gz))
+        progress_bytes_total(r->prog, progress_input_size(path));
     return r;
 }
 
@@ -337,6 +342,8 @@ int hsa_reader_line(hsa_reader *r, const char **line, size_t *len, long *lineno)
         }
         if (!n) return 0;
         r->line++;
+        r->bytes += n;
+        progress_update(r->prog, r->line, r->bytes);
         while (n && (r->buf[n - 1] == '\n' || r->buf[n - 1] == '\r' || r->buf[n - 1] == ' ' ||
                      r->buf[n - 1] == '\t'))
             n--;
@@ -353,6 +360,7 @@ int hsa_reader_line(hsa_reader *r, const char **line, size_t *len, long *lineno)
 void hsa_reader_close(hsa_reader *r)
 {
     if (!r) return;
+    progress_end(r->prog);
     gzclose(r->gz);
     harness_memo_free(r->memo);
     free(r->buf);

@@ -1,6 +1,7 @@
 /* jsonl.c — JSON Lines reader/writer on jansson and zlib, atomic outputs. */
 #include "jsonl.h"
 #include "harness_memo.h"
+#include "progress.h"
 #include "util.h"
 
 #include <errno.h>
@@ -26,6 +27,8 @@ struct jsonl_reader {
     size_t last;          /* length of the last value's line in buf */
     int    skip_bad;
     harness_memo *memo;   /* borrowed, may be NULL */
+    progress *prog;       /* lines and bytes on a terminal (progress.h) */
+    uint64_t  bytes;      /* bytes read (uncompressed) */
 };
 
 jsonl_reader *jsonl_open(const char *path, int skip_bad)
@@ -44,6 +47,9 @@ jsonl_reader *jsonl_open(const char *path, int skip_bad)
     r->cap = 1 << 16;
     r->buf = xmalloc(r->cap);
     r->skip_bad = skip_bad;
+    /* The size is the file's: a percentage only when it is read as is. */
+    if ((r->prog = progress_start(name, "lines", 0)) && gzdirect(gz))
+        progress_bytes_total(r->prog, progress_input_size(path));
     return r;
 }
 
@@ -100,6 +106,8 @@ int jsonl_next(jsonl_reader *r, json_t **out)
         int rc = read_line(r, &n);
         if (rc <= 0) return rc;
         r->line++;
+        r->bytes += n + 1;
+        progress_update(r->prog, r->line, r->bytes);
         if (blank(r->buf, n)) continue;
         json_error_t e;
         json_t *v = NULL;
@@ -134,6 +142,7 @@ long jsonl_skipped(const jsonl_reader *r) { return r->skipped; }
 int jsonl_close(jsonl_reader *r)
 {
     if (!r) return 0;
+    progress_end(r->prog);
     if (r->skipped) hat_errat(r->name, 0, "skipped %ld bad line%s", r->skipped,
                               r->skipped == 1 ? "" : "s");
     int rc = gzclose(r->gz) == Z_OK ? 0 : -1;

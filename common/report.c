@@ -232,7 +232,17 @@ int report_add_line(report *r, const char *name, const json_t *line, char **err)
     const char *set = cm ? json_string_value(json_object_get(cm, "set")) : NULL;
     if (!set) {
         int s = evalset_id_set(id);
-        if (s < 0) { json_decref(out); *err = xasprintf("case '%s': unknown set (give --cases)", id); return -1; }
+        if (s < 0) {
+            json_decref(out);
+            /* With cases loaded, the id is simply not one of them: most
+             * often verdicts of training tasks (judge on traj-gen output)
+             * instead of a model's rollouts of the evaluation cases. */
+            *err = json_object_size(r->cases)
+                 ? xasprintf("case '%s' is not in --cases (verdicts of training tasks? report scores "
+                             "the evaluation cases: rollout --tasks-are-cases --judge on cases.jsonl)", id)
+                 : xasprintf("case '%s': unknown set (give --cases)", id);
+            return -1;
+        }
         set = evalset_names[s];
     }
     if (!json_object_get(out, "set")) json_object_set_new(out, "set", json_string(set));
@@ -656,13 +666,25 @@ static int scores_plot(const json_t *rep, const char *dir, char **err)
     sbuf_puts(&p, "plot ");
     json_array_foreach(models, i, mv) {
         char *t = gp_quote(json_string_value(mv));
-        sbuf_printf(&p, "%s'scores.dat' using %zu:%zu:%zu%s title %s", i ? ", " : "", 2 + 3 * i, 3 + 3 * i, 4 + 3 * i,
-                    i ? "" : ":xtic(1)", t);
+        sbuf_printf(&p, "%s'scores.dat' using %zu:%zu:%zu title %s", i ? ", " : "", 2 + 3 * i, 3 + 3 * i, 4 + 3 * i, t);
         free(t);
     }
-    sbuf_puts(&g, "set style data histogram\nset style histogram errorbars gap 2 lw 1\n"
-                  "set style fill solid 0.7 border -1\nset yrange [0:105]\nset ylabel 'score (0-100), 95% CI'\n"
-                  "set grid ytics\nset key outside right top\nset title 'HAT evaluation: four sets'\n");
+    /* A clustered histogram centres cluster k on x = k, so the set names
+     * are tics there, on two lines (the first space broken): the long
+     * names overlap on one line.  The key sits in the headroom above 100,
+     * leaving the plot the full width. */
+    sbuf_puts(&g, "set style data histogram\nset style histogram errorbars gap 1 lw 1\n"
+                  "set style fill solid 0.7 border -1\nset yrange [0:120]\nset ytics 0,20,100\n"
+                  "set ylabel 'score (0-100), 95% CI'\nset grid ytics\n"
+                  "set key inside top center horizontal\nset title 'HAT evaluation: four sets'\n"
+                  "set bmargin 4\n");
+    sbuf_printf(&g, "set xrange [-0.5:%d.5]\nset xtics nomirror (", EVAL_NSETS - 1);
+    for (int s = 0; s < EVAL_NSETS; s++) {
+        const char *t = set_titles[s], *sp = strchr(t, ' ');
+        if (sp) sbuf_printf(&g, "%s\"%.*s\\n%s\" %d", s ? ", " : "", (int)(sp - t), t, sp + 1, s);
+        else sbuf_printf(&g, "%s\"%s\" %d", s ? ", " : "", t, s);
+    }
+    sbuf_puts(&g, ")\n");
     gp_terminals(&g, "scores", p.s);
     int rc = put_file(dir, "scores.dat", d.s, err) || put_file(dir, "scores.gp", g.s, err) ||
              run_gnuplot(dir, "scores.gp", err) ? -1 : 0;

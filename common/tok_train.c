@@ -18,6 +18,7 @@
  * character, then merges in order).  Nothing depends on hash order or
  * threads, so the same input gives the same tokenizer.json byte for byte. */
 #include "tok_internal.h"
+#include "progress.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -451,7 +452,7 @@ json_t *tok_trainer_finish(tok_trainer *tr, const tok_train_opts *o, char **err)
     merger_init(&m, tr, byte_id);
     size_t nm = 0, capm = 1024;
     int *merges = xmalloc(sizeof(int) * 2 * capm);
-    double t0 = hat_now(), last = t0;
+    progress *pg = o->progress ? progress_start(NULL, "merges", target > (int)ts.n ? target - (long)ts.n : 0) : NULL;
     uint64_t key;
     int64_t count;
     long minf = o->min_frequency > 0 ? o->min_frequency : 1;
@@ -468,13 +469,11 @@ json_t *tok_trainer_finish(tok_trainer *tr, const tok_train_opts *o, char **err)
         merges[2 * nm + 1] = b;
         nm++;
         apply_merge(&m, key, c);
-        if (o->progress && hat_now() - last > 0.5) {
-            last = hat_now();
-            fprintf(stderr, "\r%s: merge %zu, vocab %zu/%d, pair count %lld, %.0f merges/s   ",
-                    hat_prog, nm, ts.n, target, (long long)count, nm / (last - t0 + 1e-9));
-        }
+        if (progress_due(pg))
+            progress_status(pg, "vocab %zu/%d, pair count %lld", ts.n, target, (long long)count);
+        progress_update(pg, (long)nm, 0);
     }
-    if (o->progress) fprintf(stderr, "\r%s: %zu merges in %.1f s%40s\n", hat_prog, nm, hat_now() - t0, "");
+    progress_end(pg);
     json_t *out = build_json(tr, &ts, merges, nm);
     merger_free(&m);
     free(merges);

@@ -1,5 +1,6 @@
 /* train.c — data, batching, resumable state and the optimiser step (see train.h). */
 #include "train.h"
+#include "progress.h"
 #include "chat_encode.h"
 #include "cuda/device.h"
 #include "jsonl.h"
@@ -36,8 +37,17 @@ static int encode_record(json_t *v, const train_encoder *enc, const char *file, 
     return 0;
 }
 
+/* Loss targets of ids[from..n) under mask (none: every token after the first). */
+static long targets_from(const json_t *mask, size_t from, size_t n)
+{
+    long k = 0;
+    for (size_t i = from ? from : 1; i < n; i++)
+        k += mask ? json_integer_value(json_array_get(mask, i)) == 1 : 1;
+    return k;
+}
+
 static int parse_seq(train_seq *q, json_t *v, const train_encoder *enc, int vocab, int T,
-                     const char *file, long line)
+                     const char *file, long line, long *cut)
 {
     if (!json_object_get(v, "ids") && enc && enc->tok) {
         if (encode_record(v, enc, file, line)) return -1;
@@ -56,7 +66,7 @@ static int parse_seq(train_seq *q, json_t *v, const train_encoder *enc, int voca
         return -1;
     }
     size_t n = json_array_size(ids);
-    if (n > (size_t)T + 1) n = (size_t)T + 1;
+    if (n > (size_t)T + 1) { *cut = targets_from(mask, (size_t)T + 1, n); n = (size_t)T + 1; }
     q->n = (int)n;
     q->ids = xmalloc(n * sizeof(int));
     q->mask = xmalloc(n);
@@ -92,8 +102,8 @@ int train_data_load(train_data *d, const char *path, const train_encoder *enc, i
             d->seq = xrealloc(d->seq, cap * sizeof *d->seq);
         }
         train_seq q = { 0 };
-        size_t len;
-        if (parse_seq(&q, v, enc, vocab, T, jsonl_name(r), jsonl_line(r))) {
+        long cut = 0;
+        if (parse_seq(&q, v, enc, vocab, T, jsonl_name(r), jsonl_line(r), &cut)) {
             free(q.ids);
             free(q.mask);
             json_decref(v);
@@ -101,13 +111,29 @@ int train_data_load(train_data *d, const char *path, const train_encoder *enc, i
             bad++;
             continue;
         }
-        len = json_array_size(json_object_get(v, "ids"));
-        if (len > (size_t)T + 1) d->n_truncated++;
+        long len = (long)json_array_size(json_object_get(v, "ids"));
+        if (len > (long)T + 1) d->n_truncated++;
+        if (len > d->longest) d->longest = len;
+        d->n_tokens += q.n;
+        for (int i = 1; i < q.n; i++) d->n_targets += q.mask[i];
+        d->n_targets_cut += cut;
         d->seq[d->n++] = q;
         json_decref(v);
     }
     const char *name = jsonl_name(r);
     if (rc == 0 && d->n == 0) { hat_errat(name, 0, "no training sequences"); rc = -1; }
+    /* A run that trains nothing must not look like one that trained: with
+     * every target cut the loss is 0 and the checkpoint unchanged. */
+    if (rc == 0 && d->n && d->n_targets == 0) {
+        if (d->n_targets_cut)
+            hat_errat(name, 0, "nothing to train: none of its %ld sequences has a loss target within "
+                      "its first %d tokens (%ld targets cut; the longest sequence has %ld tokens, "
+                      "--seq %ld keeps them all)", d->n, T + 1, d->n_targets_cut, d->longest, d->longest - 1);
+        else
+            hat_errat(name, 0, "nothing to train: none of its %ld sequences has a loss target "
+                      "(every mask is 0)", d->n);
+        rc = -1;
+    }
     if (bad) hat_errat(name, 0, "skipped %ld bad lines", bad);
     if (jsonl_close(r) || rc < 0) { train_data_free(d); return -1; }
     return 0;
@@ -274,7 +300,7 @@ static long count_targets(const int *tgt, int B, int T, long *mtp)
  * and the target counts of the whole step (main and MTP). */
 typedef struct {
     int  *tok, *tgt, *Tb;
-    long  total, total_mtp;
+    long  total, total_mtp, processed;
 } step_batches;
 
 static void fill_step(const train_data *d, train_state *s, step_batches *b)
@@ -284,10 +310,11 @@ static void fill_step(const train_data *d, train_state *s, step_batches *b)
     b->tok = xmalloc(A * N * sizeof(int));
     b->tgt = xmalloc(A * N * sizeof(int));
     b->Tb = xmalloc(A * sizeof(int));
-    b->total = b->total_mtp = 0;
+    b->total = b->total_mtp = b->processed = 0;
     for (int a = 0; a < A; a++) {
         long k;
         b->Tb[a] = train_fill_batch(d, s, b->tok + a * N, b->tgt + a * N);
+        b->processed += (long)s->B * b->Tb[a];
         b->total += count_targets(b->tgt + a * N, s->B, b->Tb[a], &k);
         b->total_mtp += k;
     }
@@ -321,6 +348,7 @@ void train_step(model *m, float *exp_avg, float *exp_avg_sq, const train_data *d
     }
     r->loss = (total ? loss / total : 0) + (total_mtp ? m->cfg.mtp_loss_weight * mtp_loss / total_mtp : 0);
     r->tokens = total;
+    r->processed = sb.processed;
     r->lr = optim_lr(&s->opt, s->step);
     r->grad_norm = grad_clip(m, s->opt.grad_clip);
     adamw_step(m, exp_avg, exp_avg_sq, &s->opt, r->lr, s->step + 1);
@@ -419,6 +447,7 @@ static void train_step_cuda(train_device *td, const train_data *d, train_state *
     }
     r->loss = (total ? loss / total : 0) + (total_mtp ? w * mtp_loss / total_mtp : 0);
     r->tokens = total;
+    r->processed = sb.processed;
     r->lr = optim_lr(&s->opt, s->step);
     r->grad_norm = model_cuda_grad_clip(mc, s->opt.grad_clip);
     model_cuda_adamw_step(mc, &s->opt, r->lr, s->step + 1);
@@ -475,9 +504,9 @@ int train_run(ckpt *k, train_state *s, const train_loop *L)
     hat_out *mo = NULL;
     int writer = !L->dev || L->dev->rank == 0;
     if (writer && L->metrics && !(mo = out_open_log(L->metrics))) return -1;
-    int tty = writer && isatty(2), rc = 0;
+    int rc = 0;
     long start = s->step, end = s->step + L->steps;
-    double t0 = hat_now();
+    progress *pg = writer ? progress_start(NULL, "steps", L->steps) : NULL;
     while (s->step < end && !rc) {
         json_t *line = NULL;
         char status[256] = "", *err = NULL;
@@ -489,13 +518,11 @@ int train_run(ckpt *k, train_state *s, const train_loop *L)
         }
         if (mo && line) rc = out_json(mo, line);
         json_decref(line);
-        if (tty) {
-            double eta = (hat_now() - t0) / (s->step - start) * (end - s->step);
-            fprintf(stderr, "\rstep %ld/%ld  %s  ETA %.0fs   ", s->step, end, status, eta);
-        }
+        progress_status(pg, "%s", status);
+        progress_update(pg, s->step - start, 0);
         if (L->save_every && s->step % L->save_every == 0 && s->step < end) rc = save_stage(k, s, L);
     }
-    if (tty) fputc('\n', stderr);
+    progress_end(pg);
     if (mo) { if (rc) out_abort(mo); else rc = out_close(mo); }
     return rc ? -1 : save_stage(k, s, L);
 }

@@ -42,6 +42,10 @@ typedef struct {
     train_seq *seq;
     long       n;
     long       n_truncated;    /* sequences cut to T+1 tokens */
+    long       n_tokens;       /* tokens kept (after the cut) */
+    long       n_targets;      /* loss targets kept: what an epoch trains */
+    long       n_targets_cut;  /* loss targets lost to the cut */
+    long       longest;        /* tokens of the longest sequence before the cut */
 } train_data;
 
 /* How records without "ids" become sequences (NULL members: ids only). */
@@ -51,7 +55,8 @@ typedef struct {
 } train_encoder;
 
 /* Read sequences; ids must be in [0, vocab).  enc may be NULL.  0 or -1
- * (reported). */
+ * (reported).  Data whose every loss target lies beyond the cut (nothing
+ * to train at this T) is an error naming the --seq that would keep them. */
 int  train_data_load(train_data *d, const char *path, const train_encoder *enc, int vocab,
                      int T, int skip_bad);
 void train_data_free(train_data *d);
@@ -78,7 +83,9 @@ typedef struct {
     double loss;        /* mean over the step's targets (+ weighted MTP) */
     double grad_norm;   /* before clipping */
     float  lr;
-    long   tokens;      /* targets in the step */
+    long   tokens;      /* targets in the step: the tokens trained */
+    long   processed;   /* positions the forward pass ran (B x Tb per micro-batch,
+                           padding included): the tokens computed */
 } train_result;
 
 /* One optimiser step: accum micro-batches, clip, AdamW. */

@@ -1,5 +1,6 @@
 /* util.c — diagnostics, checked allocation, growable strings, file reads. */
 #include "util.h"
+#include "progress.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@ const char *hat_prog = "hat";
 
 void hat_verrat(const char *file, long line, const char *fmt, va_list ap)
 {
+    progress_clear();   /* a progress line on the terminal is erased first */
     fprintf(stderr, "%s: ", hat_prog);
     if (file) {
         if (line > 0) fprintf(stderr, "%s:%ld: ", file, line);

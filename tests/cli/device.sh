@@ -25,7 +25,7 @@ S="--init $T/base.ckpt --data $T/d.jsonl --steps 3 --batch 4 --seq 32"
 ok "sft-step --device cpu" sft-step $S --device cpu --metrics "$T/cpu.jsonl" -o "$T/cpu.ckpt"
 ok "sft-step without --device" sft-step $S -o "$T/default.ckpt"
 same "cpu is the default, same bytes" "$T/cpu.ckpt" "$T/default.ckpt"
-has "metrics name the device" "$T/cpu.jsonl" '^\{"step":3,"loss":[0-9.e-]+,.*"tokens_per_s":[0-9.e-]+,"device":"cpu"\}$'
+has "metrics name the device" "$T/cpu.jsonl" '^\{"step":3,"loss":[0-9.e-]+,.*"tokens_per_s":[0-9.e-]+,"tokens_processed":[0-9]+,"tokens_processed_per_s":[0-9.e-]+,"device":"cpu"\}$'
 ok "--precision is ignored on the CPU" sft-step $S --device cpu --precision fp32 -o "$T/p.ckpt"
 same "the CPU trains in fp32 whatever --precision says" "$T/cpu.ckpt" "$T/p.ckpt"
 fails "bad --device" 2 sft-step $S --device tpu -o "$T/x.ckpt"

@@ -73,6 +73,12 @@ if command -v gnuplot >/dev/null 2>&1; then
     if [ -s "$T/plots/$f" ]; then pass "plot $f"; else flunk "plot $f"; fi
   done
   has "plots: PNG signature" "$T/plots/scores.png" 'PNG'
+  # Set names on two lines at the cluster centres (one-line names overlapped,
+  # and xtic(1) put them under the first model's bar).
+  has "plots: set names at the cluster centres" "$T/plots/scores.gp" 'set xtics nomirror \("Live-Stream\\nQA" 0, "Harness-Variant\\nQA" 1, "Tool/Prompt\\nRobustness" 2, "IFEval-style" 3\)'
+  hasnt "plots: no xtic(1)" "$T/plots/scores.gp" 'xtic\('
+  hasnt "plots: no one-line long name" "$T/plots/scores.svg" 'Harness-Variant QA'
+  has "plots: the names' second lines" "$T/plots/scores.svg" '>Robustness<'
 else
   echo "# gnuplot not installed: plot checks skipped"
 fi

@@ -27,8 +27,27 @@ ok "sft-step on trajectories" sft-step --init "$T/base.ckpt" --data "$T/traj.jso
     --seq 4096 --metrics "$T/m.jsonl" -o "$T/a.ckpt"
 jq -e -s 'length == 3 and all(.[]; .loss > 0 and .tokens > 0)' "$T/m.jsonl" >/dev/null \
     && pass "metrics: three steps with a loss" || flunk "metrics: three steps with a loss" "$(cat "$T/m.jsonl")"
+jq -e -s 'all(.[]; .tokens_processed >= .tokens and .tokens_processed_per_s > 0)' "$T/m.jsonl" >/dev/null \
+    && pass "metrics: processed tokens next to trained ones" || flunk "metrics: processed tokens next to trained ones" "$(cat "$T/m.jsonl")"
+has "says how many tokens it trains" "$T/.err" "sequences of [0-9]+ tokens in all, [1-9][0-9]* of them trained"
 # The same run on pre-tokenised records from tok-encode --chat: identical bytes.
 tok-encode --chat -t "$T/tok.json" -o "$T/seqs.jsonl" "$T/traj.jsonl"
+# The default --seq 256 cuts every trajectory before the assistant speaks:
+# refused, naming the --seq that would keep the targets (not loss 0, exit 0).
+fails "sft-step refuses data whose every target is cut" 1 sft-step --init "$T/base.ckpt" --data "$T/seqs.jsonl" \
+    --steps 1 -o "$T/cut.ckpt"
+has "names what to give" "$T/.err" "nothing to train: .*first 257 tokens.*--seq [0-9]+ keeps them all"
+[ ! -e "$T/cut.ckpt" ] && pass "no checkpoint from a run that trains nothing" || flunk "no checkpoint from a run that trains nothing"
+jq -c '.mask |= map(0)' "$T/seqs.jsonl" >"$T/nomask.jsonl"
+fails "sft-step refuses data without a loss target" 1 sft-step --init "$T/base.ckpt" --data "$T/nomask.jsonl" \
+    --steps 1 --seq 4096 -o "$T/nomask.ckpt"
+has "says every mask is 0" "$T/.err" "nothing to train: none of its 12 sequences has a loss target \(every mask is 0\)"
+# Some targets cut, some kept: trained, and the warning counts what was lost
+# (a trajectory ends with the assistant's reply, so cutting its tail cuts targets).
+long=$(jq -s 'map(.ids | length) | max' "$T/seqs.jsonl")
+ok "sft-step with the longest sequence cut" sft-step --init "$T/base.ckpt" --data "$T/seqs.jsonl" --steps 1 \
+    --batch 2 --seq $((long - 20)) -o "$T/part.ckpt"
+has "the cut warning counts the lost targets" "$T/.err" "1 of 12 sequences longer than $((long - 19)) tokens were cut, losing [1-9][0-9]* of [0-9]+ loss targets"
 ok "sft-step on tok-encode --chat output" sft-step --init "$T/base.ckpt" --data "$T/seqs.jsonl" --steps 3 \
     --batch 2 --seq 4096 -o "$T/b.ckpt"
 same "trajectories and their encoding train the same" "$T/a.ckpt" "$T/b.ckpt"

@@ -123,6 +123,13 @@ static void missing_cases_count_as_failed(void)
     report *r = report_new();
     CHECK_EQ_INT(report_add_cases(r, p, 0), 0);
     add(r, "A", "{\"task_id\":\"live-000000\",\"total\":1.0,\"pass\":true,\"reasons\":[]}");
+    /* A training task's verdict with --cases given: not "give --cases". */
+    char *err = NULL;
+    json_t *v = json_loads("{\"task_id\":\"train-1-000000\",\"total\":1,\"pass\":true}", 0, NULL);
+    CHECK_EQ_INT(report_add_line(r, "A", v, &err), -1);
+    CHECK(err && strstr(err, "not in --cases") && !strstr(err, "give --cases"));
+    free(err);
+    json_decref(v);
     json_t *rep = report_json(r, 50, 1);
     CHECK_EQ_INT((long)num(rep, "A", "live", "n"), 3);
     CHECK_EQ_INT((long)num(rep, "A", "live", "missing"), 2);
