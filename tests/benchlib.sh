@@ -10,7 +10,7 @@ cpu_json() {
     m=$(awk -F': ' '/^model name/{print $2; exit}' /proc/cpuinfo)
     f=$(awk -F': ' '/^flags/{print $2; exit}' /proc/cpuinfo | tr ' ' '\n' |
         grep -xE 'avx|avx2|fma|f16c|avx512f|avx512bw|avx512vl|avx512_vnni|avx512_bf16|amx_bf16|amx_tile|amx_int8' | tr '\n' ' ')
-    jq -nc --arg m "$m" --arg f "$f" --argjson n "$(nproc)" '{model:$m, cores:$n, flags:($f|split(" ")|map(select(. != "")))}'
+    jq -nc --arg m "$m" --arg f "$f" --argjson n "$(getconf _NPROCESSORS_ONLN)" '{model:$m, cores:$n, flags:($f|split(" ")|map(select(. != "")))}'
 }
 load_now() { cut -d' ' -f1 /proc/loadavg; }
 median() { sort -g "$1" | awk '{v[NR]=$1} END{if (NR) print (NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2); else print "null"}'; }

@@ -175,8 +175,8 @@ def cmd_encode(tokjson, path, reps):
     from tokenizers import Tokenizer
     tok = Tokenizer.from_file(tokjson)
     load = time.perf_counter() - t0
-    with open(path, encoding="utf-8") as f:
-        lines = [line.rstrip("\n") for line in f]
+    with open(path, encoding="utf-8", newline="\n") as f:   # lines end at \n only, as hat's
+        lines = [line[:-1] if line.endswith("\n") else line for line in f]
     best, ntok = None, 0
     for _ in range(int(reps)):
         t0 = time.perf_counter()
