@@ -592,24 +592,30 @@ static tokenizer *tok_load_fast(const char *text, size_t len, char **err)
     return t;
 }
 
-tokenizer *tok_load(const char *path, char **err)
+tokenizer *tok_from_text(const char *text, size_t len, char **err)
 {
-    size_t len;
-    char *text = read_file(path, &len);
-    if (!text) { *err = tok_errf("cannot read the tokenizer"); return NULL; }
     *err = NULL;
     const char *slow = getenv("HAT_SLOW_JSON");   /* =1: the tree path alone (tests) */
     tokenizer *t = slow && *slow && strcmp(slow, "0") ? NULL : tok_load_fast(text, len, err);
-    if (t || *err) { free(text); return t; }
+    if (t || *err) return t;
     json_error_t je;
     json_t *root = json_loadb_quick(text, len, 0, &je);
-    free(text);
     if (!root) {
         *err = tok_errf("line %d column %d: %s", je.line, je.column, je.text);
         return NULL;
     }
     t = tok_from_json(root, err);
     json_decref(root);
+    return t;
+}
+
+tokenizer *tok_load(const char *path, char **err)
+{
+    size_t len;
+    char *text = read_file(path, &len);
+    if (!text) { *err = tok_errf("cannot read the tokenizer"); return NULL; }
+    tokenizer *t = tok_from_text(text, len, err);
+    free(text);
     return t;
 }
 
