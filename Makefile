@@ -165,7 +165,11 @@ check: $(PROGS) $(UNIT)
 demo: $(PROGS)
 	@$(MAKE) --no-print-directory -C examples demo HAT_BIN=$(CURDIR)/$(BIN)
 
+# The peers (pip's torch, transformers, tokenizers) live in a venv of the
+# build tree, made here the first time (tests/venv.sh); without it (no
+# network) the benches still run and say the peer is absent.
 bench: $(PROGS) $(if $(filter 1,$(HAVE_CUDA)),$(GPU_BENCH))
+	@tests/venv.sh --make >/dev/null || true
 	@HAT_BIN=$(CURDIR)/$(BIN) tests/bench.sh
 
 # --- fuzzing (tests/fuzz/, man 7 hat LIMITS) ------------------------------

@@ -291,15 +291,28 @@ int ckpt_load(ckpt *c, const char *path)
 
 /* ------------------------------------------------------------ save */
 
+/* Pretty-printed JSON text with a final newline, as the members are. */
+static char *json_text(const json_t *j)
+{
+    char *t = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
+    char *s = xasprintf("%s\n", t);
+    free(t);
+    return s;
+}
+
+static void put_config(members *s, const model_config *cfg, int dtype)
+{
+    json_t *cj = model_config_json(cfg);
+    if (dtype == ST_BF16) json_object_set_new(cj, "torch_dtype", json_string("bfloat16"));
+    free(s->buf[M_CONFIG]);
+    s->buf[M_CONFIG] = (unsigned char *)json_text(cj);
+    s->len[M_CONFIG] = strlen((char *)s->buf[M_CONFIG]);
+    json_decref(cj);
+}
+
 static void serialise(const ckpt *c, members *s, int dtype)
 {
-    json_t *cj = model_config_json(&c->m->cfg);
-    if (dtype == ST_BF16) json_object_set_new(cj, "torch_dtype", json_string("bfloat16"));
-    char *t = json_dumps(cj, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17));
-    json_decref(cj);
-    s->buf[M_CONFIG] = (unsigned char *)xasprintf("%s\n", t);
-    s->len[M_CONFIG] = strlen((char *)s->buf[M_CONFIG]);
-    free(t);
+    put_config(s, &c->m->cfg, dtype);
     s->buf[M_MODEL] = model_write_tensors(c->m, c->m->params, dtype, "", &s->len[M_MODEL]);
     if (c->tokenizer) {
         s->buf[M_TOKENIZER] = xmalloc(c->tokenizer_len + 1);
@@ -402,25 +415,156 @@ out:
     return rc;
 }
 
+/* ------------------------------------------------------------ export */
+
+/* What Hugging Face tools read beside the weights, so that an export works
+ * in them as it is: tokenizer_config.json (the chat template hat renders,
+ * the special tokens, EOS and pad) and generation_config.json (the stop
+ * ids hat's own decoding uses, greedy like `generate`'s default).  The
+ * ids come from the bundled tokenizer.json's added tokens. */
+typedef struct {
+    json_t *added;        /* tokenizer.json "added_tokens" (borrowed) */
+    int     im_end, pad;  /* <|im_end|>, <|endoftext|>; -1 = absent */
+} hf_tokens;
+
+static int added_id(const json_t *added, const char *content)
+{
+    size_t i;
+    json_t *a;
+    json_array_foreach(added, i, a) {
+        const char *s = json_string_value(json_object_get(a, "content"));
+        json_t *id = json_object_get(a, "id");
+        if (s && !strcmp(s, content) && json_is_integer(id)) return (int)json_integer_value(id);
+    }
+    return -1;
+}
+
+/* The tokens of tokenizer_config.json in the layout Qwen3's own has:
+ * added_tokens_decoder keyed by id, and every special added token but
+ * the pad token listed as additional. */
+static void put_added_tokens(json_t *tc, const json_t *added, const char *pad)
+{
+    json_t *dec = json_object(), *extra = json_array();
+    static const char *flags[] = { "lstrip", "normalized", "rstrip", "single_word", "special" };
+    size_t i;
+    json_t *a;
+    json_array_foreach(added, i, a) {
+        const char *s = json_string_value(json_object_get(a, "content"));
+        json_t *id = json_object_get(a, "id");
+        if (!s || !json_is_integer(id)) continue;
+        json_t *e = json_pack("{s:s}", "content", s);
+        for (size_t f = 0; f < sizeof flags / sizeof *flags; f++)
+            json_object_set_new(e, flags[f], json_boolean(json_is_true(json_object_get(a, flags[f]))));
+        char key[24];
+        snprintf(key, sizeof key, "%lld", (long long)json_integer_value(id));
+        json_object_set_new(dec, key, e);
+        if (json_is_true(json_object_get(a, "special")) && !(pad && !strcmp(s, pad)))
+            json_array_append_new(extra, json_string(s));
+    }
+    json_object_set_new(tc, "added_tokens_decoder", dec);
+    json_object_set_new(tc, "additional_special_tokens", extra);
+}
+
+static json_t *tokenizer_config(const hf_tokens *k, const char *template, int max_len)
+{
+    const char *pad = k->pad >= 0 ? "<|endoftext|>" : NULL;
+    json_t *tc = json_object();
+    json_object_set_new(tc, "add_bos_token", json_false());
+    json_object_set_new(tc, "add_prefix_space", json_false());
+    put_added_tokens(tc, k->added, pad);
+    json_object_set_new(tc, "bos_token", json_null());
+    json_object_set_new(tc, "chat_template", json_string(template));
+    json_object_set_new(tc, "clean_up_tokenization_spaces", json_false());
+    json_object_set_new(tc, "eos_token", k->im_end >= 0 ? json_string("<|im_end|>") : json_null());
+    json_object_set_new(tc, "errors", json_string("replace"));
+    json_object_set_new(tc, "model_max_length", json_integer(max_len));
+    json_object_set_new(tc, "pad_token", pad ? json_string(pad) : json_null());
+    json_object_set_new(tc, "split_special_tokens", json_false());
+    /* tokenizer.json as it is, whatever its vocabulary (tok-train's too) */
+    json_object_set_new(tc, "tokenizer_class", json_string("PreTrainedTokenizerFast"));
+    json_object_set_new(tc, "unk_token", json_null());
+    return tc;
+}
+
+/* hat stops at <|im_end|> and at the config's EOS when that differs
+ * (rollout.c, serve_sched.c): the same list here, first the primary. */
+static json_t *generation_config(const model_config *cfg, const hf_tokens *k)
+{
+    json_t *g = json_object(), *eos = json_array();
+    if (k->im_end >= 0) json_array_append_new(eos, json_integer(k->im_end));
+    if (cfg->eos_token_id >= 0 && cfg->eos_token_id != k->im_end)
+        json_array_append_new(eos, json_integer(cfg->eos_token_id));
+    json_object_set_new(g, "bos_token_id", cfg->bos_token_id >= 0 ? json_integer(cfg->bos_token_id) : json_null());
+    json_object_set_new(g, "do_sample", json_false());
+    json_object_set_new(g, "eos_token_id", json_array_size(eos) == 1 ? json_incref(json_array_get(eos, 0))
+                                           : json_array_size(eos) ? json_incref(eos) : json_null());
+    json_object_set_new(g, "pad_token_id", k->pad >= 0 ? json_integer(k->pad)
+                                           : json_array_size(eos) ? json_incref(json_array_get(eos, 0)) : json_null());
+    json_decref(eos);
+    return g;
+}
+
+static int write_json_file(const char *dir, const char *name, json_t *j)
+{
+    char *p = xasprintf("%s/%s", dir, name), *t = json_text(j);
+    int rc = write_file_atomic(p, t, strlen(t));
+    free(t);
+    free(p);
+    json_decref(j);
+    return rc;
+}
+
+/* The chat template of tokenizer_config.json: data/tokenizer/
+ * chat_template.jinja, Qwen3's template, which chat.c renders. */
+static char *chat_template(void)
+{
+    char *p = hat_data_path("tokenizer/chat_template.jinja");
+    char *t = p ? read_file(p, NULL) : NULL;
+    if (!p) hat_errat("tokenizer/chat_template.jinja", 0, "data file not found (set HAT_DATA)");
+    free(p);
+    return t;
+}
+
 int ckpt_export_hf(const ckpt *c, const char *dir, int dtype)
 {
+    hf_tokens k = { .im_end = -1, .pad = -1 };
+    json_t *tj = NULL;
+    char *template = NULL;
+    if (c->tokenizer) {
+        if (!(tj = json_parse_named(c->tokenizer, c->tokenizer_len, "tokenizer.json"))) return -1;
+        k.added = json_object_get(tj, "added_tokens");
+        k.im_end = added_id(k.added, "<|im_end|>");
+        k.pad = added_id(k.added, "<|endoftext|>");
+        if (!(template = chat_template())) { json_decref(tj); return -1; }
+    }
+    int rc = 0;
     if (mkdir(dir, 0755) && errno != EEXIST) {
         hat_errat(dir, 0, "cannot create directory: %s", strerror(errno));
-        return -1;
+        rc = -1;
     }
     members s = { 0 };
     ckpt pub = *c;
     pub.opt_m = pub.opt_v = NULL;
     pub.state = NULL;
-    serialise(&pub, &s, dtype);
-    int rc = 0;
+    if (!rc) serialise(&pub, &s, dtype);
+    /* config.json's EOS: the one hat stops at, not null (transformers
+     * would fall back to a default of its own) */
+    model_config cfg = c->m->cfg;
+    if (cfg.eos_token_id < 0 && k.im_end >= 0) cfg.eos_token_id = k.im_end;
+    if (!rc) put_config(&s, &cfg, dtype);
     for (int i = 0; i < N_MEMBERS && !rc; i++) {
         if (!s.buf[i]) continue;
         char *p = xasprintf("%s/%s", dir, member_names[i]);
         rc = write_file_atomic(p, s.buf[i], s.len[i]);
         free(p);
     }
+    if (!rc) rc = write_json_file(dir, "generation_config.json", generation_config(&cfg, &k));
+    if (!rc && tj)
+        rc = write_json_file(dir, "tokenizer_config.json",
+                             tokenizer_config(&k, template, cfg.max_position_embeddings));
     members_free(&s);
+    json_decref(tj);
+    free(template);
     return rc;
 }
 

@@ -41,8 +41,11 @@ int  ckpt_tokenizer(const ckpt *c, const char *ckpath, const char *tpath, int re
 /* Write atomically (temp file + rename).  dtype: ST_F32 or ST_BF16 for
  * the model tensors; optimizer state is always F32. */
 int  ckpt_save(const ckpt *c, const char *path, int dtype);
-/* Write a Hugging Face directory (config.json, model.safetensors,
- * tokenizer.json if present; training state is not exported). */
+/* Write a Hugging Face directory that transformers uses as it is:
+ * config.json (eos_token_id = <|im_end|> when unset), model.safetensors,
+ * generation_config.json and, with a tokenizer, tokenizer.json and
+ * tokenizer_config.json (hat's chat template from data/tokenizer/,
+ * special tokens, EOS and pad).  Training state is not exported. */
 int  ckpt_export_hf(const ckpt *c, const char *dir, int dtype);
 void ckpt_free(ckpt *c);
 int  ckpt_is_dir(const char *path);

@@ -16,6 +16,7 @@
 
 #include <pthread.h>
 #include <stdlib.h>
+#include <yajl/yajl_parse.h>
 #include <string.h>
 
 /* --- hash tables --------------------------------------------------------- */
@@ -171,17 +172,26 @@ static int check_bytelevel(const json_t *v, const char *what, int null_ok, char 
     return -1;
 }
 
-static int max_id(const json_t *vocab, const json_t *added, char **err)
+/* The model's vocabulary and merges as plain lists: taken from a parsed
+ * tree (tok_from_json) or straight from the text (tok_load's fast path),
+ * so both build the same tokenizer by the same code. */
+typedef struct {
+    const char **tok;   /* vocab: token string -> id */
+    long long   *id;
+    size_t       n;
+    const char **a, **b;  /* merges, in rank order */
+    size_t       nm;
+} tok_lists;
+
+static int max_id(const tok_lists *l, const json_t *added, char **err)
 {
     long long mx = -1;
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)vocab, k, v) {
-        if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) >= TOK_MAX_VOCAB) {
-            *err = tok_errf("vocab entry \"%s\": id is not an integer in [0, %d)", k, TOK_MAX_VOCAB);
+    for (size_t i = 0; i < l->n; i++) {
+        if (l->id[i] < 0 || l->id[i] >= TOK_MAX_VOCAB) {
+            *err = tok_errf("vocab entry \"%s\": id is not an integer in [0, %d)", l->tok[i], TOK_MAX_VOCAB);
             return -1;
         }
-        if (json_integer_value(v) > mx) mx = json_integer_value(v);
+        if (l->id[i] > mx) mx = l->id[i];
     }
     for (size_t i = 0; i < json_array_size(added); i++) {
         json_int_t id = json_integer_value(json_object_get(json_array_get(added, i), "id"));
@@ -195,12 +205,10 @@ static int max_id(const json_t *vocab, const json_t *added, char **err)
     return (int)(mx + 1);
 }
 
-static int load_vocab(tokenizer *t, const json_t *vocab, char **err)
+static int load_vocab(tokenizer *t, const tok_lists *l, char **err)
 {
-    const char *k;
-    json_t *v;
-    json_object_foreach((json_t *)vocab, k, v)
-        if (set_token(t, (int)json_integer_value(v), k, strlen(k), err)) return -1;
+    for (size_t i = 0; i < l->n; i++)
+        if (set_token(t, (int)l->id[i], l->tok[i], strlen(l->tok[i]), err)) return -1;
     for (int i = 0; i < t->pipe.nadded; i++) {
         const tok_added *a = &t->pipe.added[i];
         if (set_token(t, a->id, a->content, a->len, err)) return -1;
@@ -268,9 +276,9 @@ static int merge_parts(const json_t *m, size_t i, char *buf, size_t bufsz,
     return 0;
 }
 
-static int load_merges(tokenizer *t, const json_t *merges, char **err)
+static int load_merges(tokenizer *t, const tok_lists *l, char **err)
 {
-    size_t n = json_array_size(merges), cap = 16;
+    size_t n = l->nm, cap = 16;
     if (n > TOK_MAX_MERGES) {
         *err = tok_errf("%zu merges; at most %d are accepted", n, TOK_MAX_MERGES);
         return -1;
@@ -278,12 +286,10 @@ static int load_merges(tokenizer *t, const json_t *merges, char **err)
     while (cap < n * 2 + 2) cap <<= 1;
     t->pairs = xcalloc(cap, sizeof *t->pairs);
     t->pair_mask = cap - 1;
-    char buf[1024];
     sbuf cat;
     sbuf_init(&cat);
     for (size_t i = 0; i < n; i++) {
-        const char *a, *b;
-        if (merge_parts(json_array_get(merges, i), i, buf, sizeof buf, &a, &b, err)) goto fail;
+        const char *a = l->a[i], *b = l->b[i];
         int ia = tok_token_id(t, a), ib = tok_token_id(t, b);
         sbuf_reset(&cat);
         sbuf_puts(&cat, a);
@@ -317,27 +323,21 @@ static int check_top(const json_t *root, char **err)
     return check_bytelevel(json_object_get(root, "decoder"), "decoder", 0, err);
 }
 
-tokenizer *tok_from_json(const json_t *root, char **err)
+/* Build from the tree's top level (model.vocab and model.merges may be
+ * left empty there) and the lists. */
+static tokenizer *tok_build(const json_t *root, const tok_lists *l, char **err)
 {
-    *err = NULL;
-    if (check_top(root, err)) return NULL;
     const json_t *m = json_object_get(root, "model");
-    if (check_model(m, err)) return NULL;
-    const json_t *vocab = json_object_get(m, "vocab"), *merges = json_object_get(m, "merges");
-    if (!json_is_object(vocab) || !json_is_array(merges)) {
-        *err = tok_errf("model needs a \"vocab\" object and a \"merges\" array");
-        return NULL;
-    }
     tokenizer *t = xcalloc(1, sizeof *t);
     pthread_mutex_init(&t->cache_mu, NULL);
     if (tok_pipe_init(&t->pipe, root, err)) goto fail;
-    t->vocab_size = max_id(vocab, json_object_get(root, "added_tokens"), err);
+    t->vocab_size = max_id(l, json_object_get(root, "added_tokens"), err);
     if (t->vocab_size < 0) goto fail;
     t->str = xcalloc((size_t)t->vocab_size + 1, sizeof *t->str);
     t->dec = xcalloc((size_t)t->vocab_size + 1, sizeof *t->dec);
     t->dec_len = xcalloc((size_t)t->vocab_size + 1, sizeof *t->dec_len);
     t->special = xcalloc((size_t)t->vocab_size + 1, 1);
-    if (load_vocab(t, vocab, err) || load_merges(t, merges, err)) goto fail;
+    if (load_vocab(t, l, err) || load_merges(t, l, err)) goto fail;
     t->ignore_merges = json_is_true(json_object_get(m, "ignore_merges"));
     t->cache = xcalloc(CACHE_SLOTS, sizeof *t->cache);
     return t;
@@ -346,20 +346,276 @@ fail:
     return NULL;
 }
 
+static void lists_free(tok_lists *l)
+{
+    free(l->tok);
+    free(l->id);
+    free(l->a);
+    free(l->b);
+}
+
+static int check_root(const json_t *root, char **err)
+{
+    return check_top(root, err) || check_model(json_object_get(root, "model"), err) ? -1 : 0;
+}
+
+tokenizer *tok_from_json(const json_t *root, char **err)
+{
+    *err = NULL;
+    if (check_root(root, err)) return NULL;
+    const json_t *m = json_object_get(root, "model");
+    const json_t *vocab = json_object_get(m, "vocab"), *merges = json_object_get(m, "merges");
+    if (!json_is_object(vocab) || !json_is_array(merges)) {
+        *err = tok_errf("model needs a \"vocab\" object and a \"merges\" array");
+        return NULL;
+    }
+    tok_lists l = { 0 };
+    size_t nv = json_object_size(vocab), nm = json_array_size(merges), room = 1;
+    for (size_t i = 0; i < nm; i++) room += strlen(json_string_value(json_array_get(merges, i)) ?: "") + 1;
+    l.tok = xcalloc(nv + 1, sizeof *l.tok);
+    l.id = xcalloc(nv + 1, sizeof *l.id);
+    l.a = xcalloc(nm + 1, sizeof *l.a);
+    l.b = xcalloc(nm + 1, sizeof *l.b);
+    char *split = xmalloc(room), *at = split;   /* "a b" merges, split in two */
+    const char *k;
+    json_t *v;
+    tokenizer *t = NULL;
+    json_object_foreach((json_t *)vocab, k, v) {
+        l.tok[l.n] = k;
+        l.id[l.n++] = json_is_integer(v) ? json_integer_value(v) : -1;
+    }
+    for (; l.nm < nm; l.nm++) {
+        size_t left = room - (size_t)(at - split);
+        if (merge_parts(json_array_get(merges, l.nm), l.nm, at, left < 1024 ? left : 1024,
+                        &l.a[l.nm], &l.b[l.nm], err)) goto out;
+        if (l.a[l.nm] == at) at += strlen(at) + strlen(l.b[l.nm]) + 2;
+    }
+    t = tok_build(root, &l, err);
+out:
+    free(split);
+    lists_free(&l);
+    return t;
+}
+
+/* --- tok_load's fast path ---------------------------------------------
+ * model.vocab and model.merges are nearly all of a tokenizer.json (11 MB
+ * of Qwen3's 11.4): building a jansson value for each of their 300,000
+ * entries, only to copy and free them, was most of the load time.  One
+ * pass of yajl's event parser collects them straight into lists and
+ * notes where the two values lie; the rest of the document, with them
+ * cut out ("{}" and "[]"), is then a small tree for the pipeline.  Any
+ * doubt (a duplicate key, a value of the wrong type, a bad pair, a
+ * surrogate escape...) steps aside to the tree path, whose message is
+ * the answer. */
+typedef struct {
+    yajl_handle h;
+    int     depth, model_key, in;       /* in: 0, 'v' (vocab) or 'm' (merges) */
+    int     pair;                       /* strings seen in a ["a", "b"] merge */
+    char    key[8];                     /* the key at depth 1 and 2, if short */
+    size_t  beg[2], end[2];             /* vocab, merges: byte range */
+    int     seen[2];
+    sbuf    strs;                       /* every string, NUL-terminated */
+    size_t *tok, *a, *b;                /* offsets into strs */
+    long long *id;
+    size_t  n, nm, cap, mcap, pending;  /* pending: the vocab key's offset */
+    int     bad;
+} fast_load;
+
+static size_t fl_str(fast_load *f, const unsigned char *s, size_t n)
+{
+    size_t at = f->strs.len;
+    if (memchr(s, 0, n)) f->bad = 1;
+    sbuf_add(&f->strs, (const char *)s, n);
+    sbuf_putc(&f->strs, 0);
+    return at;
+}
+
+static int fl_open(void *ctx)
+{
+    fast_load *f = ctx;
+    size_t at = yajl_get_bytes_consumed(f->h) - 1;
+    f->depth++;
+    if (f->depth == 3 && f->model_key && !f->in && (f->key[0] == 'v' || f->key[0] == 'm')) {
+        int k = f->key[0] == 'm';
+        if (f->seen[k]) f->bad = 1;
+        f->seen[k] = 1;
+        f->beg[k] = at;
+        f->in = f->key[0];
+    } else if (f->in == 'm' && f->depth == 4) f->pair = 0;
+    else if (f->in) f->bad = 1;               /* nothing nests deeper in them */
+    return !f->bad;
+}
+
+static int fl_close(void *ctx)
+{
+    fast_load *f = ctx;
+    if (f->in && f->depth == 3) {
+        f->end[f->in == 'm'] = yajl_get_bytes_consumed(f->h);
+        f->in = 0;
+    } else if (f->in == 'm' && f->depth == 4 && f->pair != 2) f->bad = 1;
+    f->depth--;
+    return !f->bad;
+}
+
+static int fl_map(void *ctx) { return fl_open(ctx); }
+static int fl_array(void *ctx)
+{
+    fast_load *f = ctx;
+    if (f->in == 'v') f->bad = 1;                   /* a vocab id that is an array */
+    return fl_open(ctx) && (f->depth != 3 || f->in != 'v' || (f->bad = 1, 0));
+}
+
+static int fl_key(void *ctx, const unsigned char *s, size_t n)
+{
+    fast_load *f = ctx;
+    if (f->in == 'v') {
+        if (f->n == f->cap) {
+            f->cap = f->cap ? 2 * f->cap : 1024;
+            f->tok = xrealloc(f->tok, f->cap * sizeof *f->tok);
+            f->id = xrealloc(f->id, f->cap * sizeof *f->id);
+        }
+        f->pending = fl_str(f, s, n);
+        return !f->bad;
+    }
+    if (f->depth == 1) f->model_key = n == 5 && !memcmp(s, "model", 5);
+    if (f->depth == 2 && f->model_key) {
+        int ok = (n == 5 && !memcmp(s, "vocab", 5)) || (n == 6 && !memcmp(s, "merges", 6));
+        f->key[0] = ok ? (char)s[0] : 0;
+    }
+    return 1;
+}
+
+static int fl_number(void *ctx, const char *s, size_t n)
+{
+    fast_load *f = ctx;
+    if (!f->in) return 1;
+    if (f->in != 'v' || f->depth != 3 || n > 9) { f->bad = 1; return 0; }   /* ids < 2^21 */
+    long long v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9') { f->bad = 1; return 0; }
+        v = v * 10 + (s[i] - '0');
+    }
+    f->tok[f->n] = f->pending;
+    f->id[f->n++] = v;
+    return 1;
+}
+
+static int fl_merge(fast_load *f, size_t a, size_t b)
+{
+    if (f->nm == f->mcap) {
+        f->mcap = f->mcap ? 2 * f->mcap : 1024;
+        f->a = xrealloc(f->a, f->mcap * sizeof *f->a);
+        f->b = xrealloc(f->b, f->mcap * sizeof *f->b);
+    }
+    f->a[f->nm] = a;
+    f->b[f->nm++] = b;
+    return 1;
+}
+
+static int fl_string(void *ctx, const unsigned char *s, size_t n)
+{
+    fast_load *f = ctx;
+    if (!f->in) return 1;
+    if (f->in == 'v') { f->bad = 1; return 0; }
+    if (f->depth == 4) {                            /* ["a", "b"] */
+        size_t at = fl_str(f, s, n);
+        if (++f->pair == 1) fl_merge(f, at, 0);
+        else if (f->pair == 2) f->b[f->nm - 1] = at;
+        else f->bad = 1;
+        return !f->bad;
+    }
+    const unsigned char *sp = memchr(s, ' ', n);   /* "a b" */
+    if (!sp || memchr(sp + 1, ' ', n - (size_t)(sp - s) - 1) || n >= 1024) { f->bad = 1; return 0; }
+    size_t a = fl_str(f, s, (size_t)(sp - s));
+    return fl_merge(f, a, fl_str(f, sp + 1, n - (size_t)(sp - s) - 1));
+}
+
+static int fl_other(void *ctx)
+{
+    fast_load *f = ctx;
+    if (f->in) f->bad = 1;
+    return !f->bad;
+}
+static int fl_bool(void *ctx, int b) { (void)b; return fl_other(ctx); }
+
+static const yajl_callbacks fl_callbacks = {
+    fl_other, fl_bool, NULL, NULL, fl_number, fl_string,
+    fl_map, fl_key, fl_close, fl_array, fl_close
+};
+
+/* The tokenizer, or NULL when the fast path steps aside (*err untouched)
+ * or with *err set when the document itself is refused. */
+static tokenizer *tok_load_fast(const char *text, size_t len, char **err)
+{
+    fast_load f = { 0 };
+    sbuf_init(&f.strs);
+    tokenizer *t = NULL;
+    json_t *root = NULL;
+    f.h = yajl_alloc(&fl_callbacks, NULL, &f);
+    if (!f.h) return NULL;
+    /* a surrogate escape: yajl and jansson differ there, see jsonl.c */
+    for (const char *p = text; !f.bad && (p = memchr(p, '\\', len - (size_t)(p - text))); p += 2)
+        if (p + 3 < text + len && p[1] == 'u' && (p[2] | 0x20) == 'd' && strchr("89abAB", p[3])) f.bad = 1;
+    if (!f.bad && yajl_parse(f.h, (const unsigned char *)text, len) == yajl_status_ok &&
+        yajl_complete_parse(f.h) == yajl_status_ok && f.seen[0] && f.seen[1] && !f.bad) {
+        int k = f.beg[0] < f.beg[1] ? 0 : 1;         /* splice out the two values */
+        size_t b0 = f.beg[k], e0 = f.end[k], b1 = f.beg[!k], e1 = f.end[!k];
+        sbuf rest;
+        sbuf_init(&rest);
+        sbuf_add(&rest, text, b0);
+        sbuf_puts(&rest, k == 0 ? "{}" : "[]");
+        sbuf_add(&rest, text + e0, b1 - e0);
+        sbuf_puts(&rest, k == 0 ? "[]" : "{}");
+        sbuf_add(&rest, text + e1, len - e1);
+        root = json_loadb_quick(rest.s, rest.len, 0, NULL);
+        sbuf_free(&rest);
+    }
+    yajl_free(f.h);
+    if (root && !check_root(root, err)) {
+        tok_lists l = { .n = f.n, .nm = f.nm };
+        l.tok = xcalloc(f.n + 1, sizeof *l.tok);
+        l.a = xcalloc(f.nm + 1, sizeof *l.a);
+        l.b = xcalloc(f.nm + 1, sizeof *l.b);
+        l.id = f.id;
+        for (size_t i = 0; i < f.n; i++) l.tok[i] = f.strs.s + f.tok[i];
+        for (size_t i = 0; i < f.nm; i++) l.a[i] = f.strs.s + f.a[i], l.b[i] = f.strs.s + f.b[i];
+        t = tok_build(root, &l, err);
+        l.id = NULL;
+        lists_free(&l);
+    }
+    json_decref(root);
+    sbuf_free(&f.strs);
+    free(f.tok);
+    free(f.id);
+    free(f.a);
+    free(f.b);
+    return t;
+}
+
+tokenizer *tok_from_text(const char *text, size_t len, char **err)
+{
+    *err = NULL;
+    const char *slow = getenv("HAT_SLOW_JSON");   /* =1: the tree path alone (tests) */
+    tokenizer *t = slow && *slow && strcmp(slow, "0") ? NULL : tok_load_fast(text, len, err);
+    if (t || *err) return t;
+    json_error_t je;
+    json_t *root = json_loadb_quick(text, len, 0, &je);
+    if (!root) {
+        *err = tok_errf("line %d column %d: %s", je.line, je.column, je.text);
+        return NULL;
+    }
+    t = tok_from_json(root, err);
+    json_decref(root);
+    return t;
+}
+
 tokenizer *tok_load(const char *path, char **err)
 {
     size_t len;
     char *text = read_file(path, &len);
     if (!text) { *err = tok_errf("cannot read the tokenizer"); return NULL; }
-    json_error_t je;
-    json_t *root = json_loadb(text, len, 0, &je);
+    tokenizer *t = tok_from_text(text, len, err);
     free(text);
-    if (!root) {
-        *err = tok_errf("line %d column %d: %s", je.line, je.column, je.text);
-        return NULL;
-    }
-    tokenizer *t = tok_from_json(root, err);
-    json_decref(root);
     return t;
 }
 

@@ -1,28 +1,30 @@
 #!/bin/sh
-# bench_model.sh — the model core against PyTorch, one JSON line per
-# config of ../shared/bench/configs.json (and per OpenBLAS core type):
-#   training: tokens/s (median step after 2 warm-up steps), ms/step, MFU,
-#             peak RSS against the theoretical figure;
-#   decoding: tokens/s at batch 1 and 16 (greedy, KV cache);
-# and beside them, in the same run, ../shared/tools/torchref/bench_train.py
-# (2 threads) on the identical config, with the ratio.  Not part of make check.
+# bench_model.sh — the model core against transformers on pip's torch
+# (the venv of tests/venv.sh), one JSON line per config of
+# tests/fixtures/bench/configs.json, both on the very same weights: hat's
+# random init, exported with ckpt export --hf and loaded by
+# AutoModelForCausalLM.  2 threads each, ROUNDS interleaved rounds (hat,
+# then the peer, then hat again...), the ratio taken per round:
+#   training: tokens/s (median step after 2 warm-up steps; sft-step
+#             against an fp32 eager loop of the same AdamW, clip and
+#             loss), ms/step, MFU against a GEMM peak measured here;
+#   decoding: tokens/s at batch 1 (greedy, KV cache: time for N+1 new
+#             tokens minus time for 1, so load and prefill cancel out),
+#             hat's generate against transformers' generate;
+#   interop:  hat's greedy ids and log-probs against transformers' on the
+#             export (ids equal, largest log-prob difference);
+#   memory:   hat's peak RSS against the theoretical figure.
+# Every line carries the CPU, its features and the load at start and end.
+# Without the venv the peer's fields are null (peer_absent says why).
 #   HAT_BIN    programs (default bin/)
-#   STEPS      timed training steps (default 6)       DECODE_N  new tokens (default 64)
-#   CONFIGS    names to run (default: all)            CORETYPES OpenBLAS core types
-#              (default $OPENBLAS_CORETYPE or Haswell; e.g. "Haswell SkylakeX")
+#   STEPS      timed training steps (default 4)       DECODE_N  new tokens (default 64)
+#   ROUNDS     interleaved rounds (default 3)         CONFIGS   names to run (default: all)
 #
-# PyTorch gets the fair setup of torchref/README.md when installed: the
-# OpenMP build of OpenBLAS (via LD_LIBRARY_PATH, the system default is left
-# alone) and tcmalloc.  hat runs as installed.  The machine may be shared:
-# every line carries the load average; compare figures of the same run.
-#
-# MFU: FLOPs per step as bench_train.py counts them (6 x matmul FLOPs per
-# token x tokens + causal attention counted as full T x T), over a peak of
-# cores x FP32 FLOPs/cycle x base clock: Zen 5 (family 26) with AVX-512
-# does 2 x 16-lane FMA = 64 FLOPs/cycle/core; other CPUs give null
-# ("unknown").  The clock is measured (it boosts well above the "cpu MHz"
-# base of /proc/cpuinfo; a peak at base clock would give MFU > 1).  With
-# the Haswell (AVX2) kernels OpenBLAS can reach at most half of the peak.
+# The GEMM peak: OpenBLAS sgemm (the library hat's GEMMs use, same core
+# type) on 2 threads, square 1536 matrices, best of 5 — what the machine
+# gives to a large fp32 GEMM, not a datasheet figure.  FLOPs per step:
+# 6 x matmul FLOPs per token x tokens, plus causal attention counted as
+# full T x T (as PyTorch-side counters do).
 #
 # Theoretical memory: 16 bytes per parameter (weights, gradients, AdamW m
 # and v) + the activations backward keeps, in float32: per layer
@@ -30,57 +32,45 @@
 # plus N*(2C + V + 3) (embeddings, final norm, logits, losses); N = B*T.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-: "${HAT_BIN:=$top/bin}" "${STEPS:=6}" "${DECODE_N:=64}" "${CONFIGS:=}"
-: "${CORETYPES:=${OPENBLAS_CORETYPE:-Haswell}}"
-shared="${HAT_SHARED:-$top/../shared}"
+: "${HAT_BIN:=$top/bin}" "${STEPS:=4}" "${DECODE_N:=64}" "${CONFIGS:=}" "${ROUNDS:=3}"
+HAT_TOP=$top
 cfgs="$top/tests/fixtures/bench/configs.json"
 export HAT_DATA="$top/data" OMP_NUM_THREADS=2
 unset OPENBLAS_NUM_THREADS
 tmp=$(mktemp -d "${HAT_BENCH_TMP:-${TMPDIR:-/tmp}}/model.XXXXXX"); trap 'rm -rf "$tmp"' EXIT
-py=/usr/bin/python3
-torchref="$shared/tools/torchref/bench_train.py"
-have_torch=0
-$py -c 'import torch' 2>/dev/null && [ -f "$torchref" ] && have_torch=1
-ompblas=/usr/lib/x86_64-linux-gnu/openblas-openmp
-tcmalloc=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4
-[ -d "$ompblas" ] || ompblas=
-[ -f "$tcmalloc" ] || tcmalloc=
+. "$top/tests/benchlib.sh"
+cpu=$(cpu_json)
 
-# Peak FP32 GFLOP/s of 2 cores, or null.  The clock: a loop of dependent
-# adds (one per cycle) timed, best of 3; the base clock if cc is missing.
-family=$(awk -F': ' '/^cpu family/{print $2; exit}' /proc/cpuinfo)
-base=$(awk -F': ' '/^cpu MHz/{printf "%.0f", $2; exit}' /proc/cpuinfo)
-cat >"$tmp/clock.c" <<'C'
+# The GEMM peak in GFLOP/s (null without a compiler).
+cat >"$tmp/gemm.c" <<'C'
+#include <cblas.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 int main(void)
 {
-    struct timespec a, b;
-    unsigned long x = 0, n = 1000000000UL;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &a);   /* CPU time: immune to sharing */
-    for (unsigned long i = 0; i < n; i++) __asm__ volatile("add $1, %0" : "+r"(x));
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &b);
-    printf("%.0f\n", n / ((b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9) / 1e6);
+    int n = 1536;
+    float *a = malloc(sizeof(float) * n * n), *b = malloc(sizeof(float) * n * n),
+          *c = malloc(sizeof(float) * n * n);
+    for (long i = 0; i < (long)n * n; i++) a[i] = (float)(i % 7) * 0.1f, b[i] = (float)(i % 5) * 0.1f;
+    double best = 0;
+    for (int r = 0; r < 6; r++) {
+        struct timespec s, e;
+        clock_gettime(CLOCK_MONOTONIC, &s);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1, a, n, b, n, 0, c, n);
+        clock_gettime(CLOCK_MONOTONIC, &e);
+        double g = 2.0 * n * n * n / ((e.tv_sec - s.tv_sec) + (e.tv_nsec - s.tv_nsec) * 1e-9) / 1e9;
+        if (r && g > best) best = g;           /* the first run warms up */
+    }
+    printf("%.1f\n", best);
     return 0;
 }
 C
-mhz=$base how="base clock from /proc/cpuinfo (cores boost higher: MFU is an upper bound)"
-if [ "$(uname -m)" = x86_64 ] && ${CC:-cc} -O1 -o "$tmp/clock" "$tmp/clock.c" 2>/dev/null; then
-    mhz=$(for i in 1 2 3; do "$tmp/clock"; done | sort -n | tail -n 1)
-    how="clock measured by a dependent-add loop (base ${base} MHz)"
-fi
 peak=null
-if [ "$family" = 26 ] && grep -qw avx512f /proc/cpuinfo && [ -n "$mhz" ]; then
-    peak=$(awk -v m="$mhz" 'BEGIN{printf "%.1f", 2 * 64 * m / 1000}')
+if ${CC:-cc} -O2 $(pkg-config --cflags openblas 2>/dev/null) -o "$tmp/gemm" "$tmp/gemm.c" \
+        $(pkg-config --libs openblas 2>/dev/null) 2>/dev/null; then
+    peak=$(OPENBLAS_NUM_THREADS=2 "$tmp/gemm")
 fi
-peak_basis="2 cores x 64 FP32 FLOP/cycle (Zen 5: 2 x 512-bit FMA) x ${mhz} MHz, $how"
-[ "$peak" = null ] && peak_basis="unknown: no peak table entry for this CPU"
-
-run_torch() {   # run_torch CORETYPE ARGS... -> JSON line or nothing
-    ct=$1; shift
-    env OMP_NUM_THREADS=2 OPENBLAS_CORETYPE="$ct" ${ompblas:+LD_LIBRARY_PATH=$ompblas} \
-        ${tcmalloc:+LD_PRELOAD=$tcmalloc} $py "$torchref" --threads 2 "$@" 2>/dev/null | tail -n 1
-}
 
 # Seconds of wall time of a command (stdout discarded).
 wall() {
@@ -88,29 +78,35 @@ wall() {
     awk -v s="$s" -v e="$e" 'BEGIN{printf "%.4f", e - s}'
 }
 
-# Decode tokens/s at batch $1: time for DECODE_N+1 new tokens minus time
-# for 1 (load and prefill cancel out), best of 2.
-decode_rate() {
-    b=$1
-    awk -v n="$b" -v v="$V" 'BEGIN{srand(7); for(i=0;i<n;i++){ printf "{\"ids\":[";
-        for(j=0;j<16;j++) printf "%s%d", j?",":"", int(rand()*v); print "]}"}}' >"$tmp/p.jsonl"
-    best=
-    for rep in 1 2; do
-        t1=$(wall "$HAT_BIN/generate" --ckpt "$tmp/m.ckpt" --batch "$b" --max-tokens 1 "$tmp/p.jsonl") || return 1
-        tn=$(wall "$HAT_BIN/generate" --ckpt "$tmp/m.ckpt" --batch "$b" --max-tokens $((DECODE_N + 1)) "$tmp/p.jsonl") || return 1
-        r=$(awk -v a="$t1" -v c="$tn" -v n="$DECODE_N" -v b="$b" 'BEGIN{printf "%.1f", n * b / (c - a)}')
-        best=$(awk -v a="${best:-0}" -v r="$r" 'BEGIN{print (r > a ? r : a)}')
-    done
-    echo "$best"
+# hat's decode tokens/s at batch 1: (N+1 new tokens) - (1 new token).
+hat_decode() {
+    awk -v v="$V" 'BEGIN{srand(7); printf "{\"ids\":["; for(j=0;j<16;j++) printf "%s%d", j?",":"", int(rand()*v); print "]}"}' >"$tmp/p.jsonl"
+    t1=$(wall "$HAT_BIN/generate" --ckpt "$tmp/m.ckpt" --max-tokens 1 "$tmp/p.jsonl") || return 1
+    tn=$(wall "$HAT_BIN/generate" --ckpt "$tmp/m.ckpt" --max-tokens $((DECODE_N + 1)) "$tmp/p.jsonl") || return 1
+    awk -v a="$t1" -v c="$tn" -v n="$DECODE_N" 'BEGIN{printf "%.1f", n / (c - a)}'
+}
+
+# Interop on the export: 2 prompts, 32 greedy tokens; prints "EQUAL MAXDIFF".
+interop() {
+    awk -v v="$V" 'BEGIN{srand(9); for(i=0;i<2;i++){ printf "{\"id\":%d,\"ids\":[", i;
+        for(j=0;j<12;j++) printf "%s%d", j?",":"", int(rand()*v); print "]}"}}' >"$tmp/ip.jsonl"
+    "$HAT_BIN/generate" --ckpt "$tmp/m.ckpt" --max-tokens 32 --logprobs "$tmp/ip.jsonl" >"$tmp/ih.jsonl" || return 1
+    peer generate "$tmp/hf" "$tmp/ip.jsonl" 32 2>/dev/null | jq -c . >"$tmp/it.jsonl" || return 1
+    jq -n --slurpfile a "$tmp/ih.jsonl" --slurpfile b "$tmp/it.jsonl" -r '
+        ([$a[].gen] == [$b[].gen]) as $eq |
+        ([$a, $b] | map(map(.logprobs) | add) | transpose | map(.[0] - .[1] | fabs) | max) as $d |
+        "\($eq) \($d)"'
 }
 
 for name in $(jq -r '.configs[].name' "$cfgs"); do
     case " ${CONFIGS:-$name} " in *" $name "*) ;; *) continue ;; esac
+    load0=$(load_now)
     jq ".configs[]|select(.name==\"$name\")|del(.name,.B,.T)" "$cfgs" >"$tmp/cfg.json"
     get() { jq -r ".configs[]|select(.name==\"$name\").$1" "$cfgs"; }
     B=$(get B) T=$(get T) V=$(get vocab_size) C=$(get hidden_size) I=$(get intermediate_size)
     L=$(get num_hidden_layers) H=$(get num_attention_heads) KV=$(get num_key_value_heads) D=$(get head_dim)
     "$HAT_BIN/model-init" --config "$tmp/cfg.json" -o "$tmp/m.ckpt" || exit 1
+    rm -rf "$tmp/hf"; "$HAT_BIN/ckpt" export --hf "$tmp/hf" "$tmp/m.ckpt" || exit 1
     P=$("$HAT_BIN/ckpt" info "$tmp/m.ckpt" | jq .params)
     # full-length random sequences: every one of the B*T positions is a target
     awk -v n=$((B * (STEPS + 2))) -v t=$((T + 1)) -v v="$V" 'BEGIN{srand(1); for(i=0;i<n;i++){
@@ -121,40 +117,54 @@ for name in $(jq -r '.configs[].name' "$cfgs"); do
     theo=$(awk -v P="$P" -v B="$B" -v T="$T" -v V="$V" -v C="$C" -v I="$I" -v L="$L" -v H="$H" -v KV="$KV" -v D="$D" 'BEGIN{
         N = B*T; a = L * (N * (4*C + 3*H*D + 3*KV*D + 3*I + H + KV + 2) + B*H*T) + N * (2*C + V + 3);
         printf "%.0f", 4 * (4*P + a)}')
-    for ct in $CORETYPES; do
-        export OPENBLAS_CORETYPE="$ct"
+    : >"$tmp/hat_t" >"$tmp/peer_t" >"$tmp/ratio_t" >"$tmp/hat_d" >"$tmp/peer_d" >"$tmp/ratio_d"
+    r=0
+    while [ $r -lt "$ROUNDS" ]; do
+        r=$((r + 1))
         /usr/bin/time -f %M -o "$tmp/rss" "$HAT_BIN/sft-step" --init "$tmp/m.ckpt" --data "$tmp/d.jsonl" \
             --batch "$B" --seq "$T" --steps $((STEPS + 2)) --metrics "$tmp/m.jsonl" -o "$tmp/o.ckpt" || exit 1
-        hat=$(tail -n +3 "$tmp/m.jsonl" | jq -s '[.[].tokens_per_s]|sort|.[length/2|floor]')
+        h=$(tail -n +3 "$tmp/m.jsonl" | jq -s '[.[].tokens_per_s]|sort|.[length/2|floor]')
+        echo "$h" >>"$tmp/hat_t"
         rss_kib=$(tail -n 1 "$tmp/rss")
-        dec1=$(decode_rate 1) dec16=$(decode_rate 16)
-        torch=null torch_dec=null
-        if [ $have_torch = 1 ]; then
-            j=$(run_torch "$ct" --config "$tmp/cfg.json" --B "$B" --T "$T" --steps "$STEPS")
-            torch=$(printf '%s' "$j" | jq '.tokens_per_s // null' 2>/dev/null)
-            j=$(run_torch "$ct" --config "$tmp/cfg.json" --decode --prompt 16 --n "$DECODE_N" --reps 2)
-            torch_dec=$(printf '%s' "$j" | jq '.decode_tokens_per_s_best // null' 2>/dev/null)
+        if [ -n "$PEER_PY" ]; then
+            p=$(peer train "$tmp/hf" "$B" "$T" "$STEPS" 2>/dev/null | tail -n 1 | jq '.tokens_per_s // empty')
+            [ -n "$p" ] && { echo "$p" >>"$tmp/peer_t"; awk -v a="$h" -v b="$p" 'BEGIN{print a / b}' >>"$tmp/ratio_t"; }
         fi
-        jq -nc --arg c "$name" --arg ct "$ct" --argjson B "$B" --argjson T "$T" --argjson P "$P" \
-            --argjson hat "$hat" --argjson torch "${torch:-null}" --argjson flops "$flops" \
-            --argjson peak "$peak" --arg basis "$peak_basis" --argjson rss "$rss_kib" --argjson theo "$theo" \
-            --argjson d1 "${dec1:-null}" --argjson d16 "${dec16:-null}" --argjson td "${torch_dec:-null}" \
-            --arg load "$(cut -d' ' -f1 /proc/loadavg)" --argjson steps "$STEPS" '
-            def r3: . * 1000 | round / 1000;
-            ($B * $T / $hat) as $s |
-            {bench:"model", config:$c, openblas_coretype:$ct, threads:2, B:$B, T:$T, params:$P, steps:$steps,
-             train_tokens_per_s:($hat|round), train_ms_per_step:($s * 1000 * 10 | round / 10),
-             torch_train_tokens_per_s:(if $torch then ($torch|round) else null end),
-             train_ratio:(if $torch then ($hat / $torch | r3) else null end),
-             gflop_per_step:($flops / 1e9 * 100 | round / 100),
-             achieved_gflops:($flops / $s / 1e9 * 10 | round / 10),
-             peak_gflops:$peak, mfu:(if $peak then ($flops / $s / 1e9 / $peak | r3) else null end),
-             mfu_basis:$basis,
-             decode_tokens_per_s_b1:$d1, decode_tokens_per_s_b16:$d16,
-             torch_decode_tokens_per_s_b1:$td,
-             decode_ratio_b1:(if $td and $d1 then ($d1 / $td | r3) else null end),
-             peak_rss_mib:($rss / 1024 | round), theoretical_mib:($theo / 1048576 | round),
-             rss_ratio:($rss * 1024 / $theo | r3),
-             loadavg:($load|tonumber)}'
+        hd=$(hat_decode) && echo "$hd" >>"$tmp/hat_d"
+        if [ -n "$PEER_PY" ]; then
+            pd=$(peer decode "$tmp/hf" 16 "$DECODE_N" 1 2>/dev/null | tail -n 1 | jq '.decode_tokens_per_s // empty')
+            [ -n "$pd" ] && [ -n "$hd" ] && { echo "$pd" >>"$tmp/peer_d"; awk -v a="$hd" -v b="$pd" 'BEGIN{print a / b}' >>"$tmp/ratio_d"; }
+        fi
     done
+    ieq=null idiff=null
+    if [ -n "$PEER_PY" ] && iv=$(interop); then ieq=${iv% *} idiff=${iv#* }; fi
+    tv=$(peer_version 2>/dev/null || echo null)
+    jq -nc --arg c "$name" --argjson B "$B" --argjson T "$T" --argjson P "$P" --argjson steps "$STEPS" \
+        --argjson rounds "$ROUNDS" --argjson flops "$flops" --argjson peak "$peak" \
+        --argjson rss "$rss_kib" --argjson theo "$theo" --argjson cpu "$cpu" \
+        --argjson ieq "$ieq" --argjson idiff "$idiff" --argjson peerv "$tv" --arg why "$PEER_WHY" \
+        --slurpfile ht "$tmp/hat_t" --slurpfile pt "$tmp/peer_t" --slurpfile rt "$tmp/ratio_t" \
+        --slurpfile hd "$tmp/hat_d" --slurpfile pd "$tmp/peer_d" --slurpfile rd "$tmp/ratio_d" \
+        --argjson load0 "$load0" --argjson load1 "$(load_now)" '
+        def r3: . * 1000 | round / 1000;
+        def med: if length == 0 then null else sort | .[length/2|floor] end;
+        def span: if length == 0 then null else [min, max] end;
+        ($ht | med) as $hat | ($B * $T / $hat) as $s |
+        {bench:"model", config:$c, threads:2, B:$B, T:$T, params:$P, steps:$steps, rounds:$rounds,
+         peer:(if $peerv then "transformers \($peerv.transformers), torch \($peerv.torch), fp32 eager" else null end),
+         peer_absent:(if $peerv then null else $why end),
+         train_tokens_per_s:($hat|round), train_ms_per_step:($s * 1000 * 10 | round / 10),
+         peer_train_tokens_per_s:($pt | med | if . then round else null end),
+         train_ratio:($rt | med | if . then r3 else null end),
+         train_ratio_range:($rt | span | if . then map(r3) else null end),
+         gflop_per_step:($flops / 1e9 * 100 | round / 100),
+         achieved_gflops:($flops / $s / 1e9 * 10 | round / 10),
+         gemm_peak_gflops:$peak, mfu:(if $peak then ($flops / $s / 1e9 / $peak | r3) else null end),
+         decode_tokens_per_s_b1:($hd | med), peer_decode_tokens_per_s_b1:($pd | med | if . then (. * 10 | round / 10) else null end),
+         decode_ratio_b1:($rd | med | if . then r3 else null end),
+         decode_ratio_b1_range:($rd | span | if . then map(r3) else null end),
+         interop_greedy_ids_equal:$ieq, interop_logprob_max_diff:$idiff,
+         peak_rss_mib:($rss / 1024 | round), theoretical_mib:($theo / 1048576 | round),
+         rss_ratio:($rss * 1024 / $theo | r3),
+         cpu:$cpu, loadavg:[$load0, $load1]}'
 done

@@ -20,6 +20,9 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}" UBSAN_OPT
 # would oversubscribe: tests are small, one BLAS/OpenMP thread each.
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}" OPENBLAS_NUM_THREADS="${OPENBLAS_NUM_THREADS:-1}"
 
+# ", N skipped" when N > 0: checks whose peer is not installed ("skip - NAME")
+skipped() { [ "${1:-0}" -gt 0 ] && printf ', %s skipped' "$1"; }
+
 # --- one test (run by xargs below): NAME CMD... ---------------------------
 if [ "${1:-}" = --one ]; then
     shift; name=$1; shift
@@ -27,14 +30,15 @@ if [ "${1:-}" = --one ]; then
     HAT_TEST_TMP="$RUN_OUT/tmp/$name"; export HAT_TEST_TMP; mkdir -p "$HAT_TEST_TMP"
     "$@" >"$log" 2>&1 </dev/null
     rc=$?
-    p=$(grep -c '^ok ' "$log"); f=$(grep -c '^not ok ' "$log")
+    p=$(grep -c '^ok ' "$log"); f=$(grep -c '^not ok ' "$log"); s=$(grep -c '^skip ' "$log")
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; echo "not ok - $name exited with status $rc" >>"$log"; fi
-    echo "$p $f" >"$RUN_OUT/$name.result"
+    echo "$p $f $s" >"$RUN_OUT/$name.result"
     rm -rf "$HAT_TEST_TMP"   # scratch files go; the log stays until the end
     if [ "$f" -gt 0 ]; then
         { echo "FAIL $name ($p passed, $f failed)"; sed 's/^/    /' "$log" | tail -n 60; } >"$RUN_OUT/$name.report"
     else
-        { echo "ok   $name ($p)"; [ -n "${VERBOSE:-}" ] && sed 's/^/    /' "$log"; } >"$RUN_OUT/$name.report"
+        { echo "ok   $name ($p$(skipped "$s"))"; grep '^skip ' "$log" | sed 's/^/    /'
+          [ -n "${VERBOSE:-}" ] && sed 's/^/    /' "$log"; } >"$RUN_OUT/$name.report"
     fi
     cat "$RUN_OUT/$name.report"   # one write, so parallel reports do not interleave
     exit 0
@@ -69,15 +73,16 @@ trap 'rm -rf "$RUN_OUT"; exit 130' INT TERM
 
 xargs -P "$JOBS" -L 1 sh "$0" --one <"$RUN_OUT/list"
 
-pass=0 fail=0
+pass=0 fail=0 skip=0
 while read -r name _; do
-    if [ -f "$RUN_OUT/$name.result" ]; then read -r p f <"$RUN_OUT/$name.result"
-    else p=0 f=1; echo "FAIL $name (no result)"; fi
-    pass=$((pass + p)); fail=$((fail + f))
+    if [ -f "$RUN_OUT/$name.result" ]; then read -r p f s <"$RUN_OUT/$name.result"
+    else p=0 f=1 s=0; echo "FAIL $name (no result)"; fi
+    pass=$((pass + p)); fail=$((fail + f)); skip=$((skip + s))
     [ "$f" -eq 0 ] && rm -f "$RUN_OUT/$name.log"
 done <"$RUN_OUT/list"
 rm -rf "$RUN_OUT/tmp" "$RUN_OUT"/*.result "$RUN_OUT"/*.report "$RUN_OUT/list"
 if [ "$fail" -eq 0 ]; then rm -rf "$RUN_OUT"
 else echo "logs of the failed tests: $RUN_OUT"; fi
-echo "$pass passed, $fail failed"
+# Skipped checks (a peer that is not installed) are neither passed nor failed.
+echo "$pass passed, $fail failed$(skipped "$skip")"
 [ "$fail" -eq 0 ]

@@ -5,12 +5,15 @@
 #   fails NAME RC CMD...  CMD must exit with status RC
 #   same NAME FILE1 FILE2 files must be byte-identical
 #   has NAME FILE PATTERN grep -E PATTERN must match in FILE
+#   skip NAME WHY         a check that cannot run here (its peer is not
+#                         installed): counted as skipped, not passed
 #   need FILE...          inputs the script cannot do without: a missing
 #                         one is a failure and ends the script
 set -u
 : "${HAT_TOP:?run through tests/run.sh}"
 mktmp() { mktemp -d "${HAT_TEST_TMP:-/tmp}/cliXXXXXX"; }
 pass() { echo "ok - $1"; }
+skip() { echo "skip - $1: $2"; }
 flunk() { echo "not ok - $1"; shift; [ $# -gt 0 ] && echo "    $*"; return 0; }
 ok() {
     n=$1; shift

@@ -9,6 +9,7 @@
 #include "tokenizer.h"
 #include "util.h"
 
+#include <unistd.h>
 #include <utf8proc.h>
 
 static tokenizer *qwen;
@@ -464,6 +465,79 @@ static void unsupported_features_are_refused(void)
     json_decref(j);
 }
 
+/* tok_load's fast path (vocab and merges collected by yajl, the rest of
+ * the document spliced) builds what tok_from_json builds from the tree,
+ * or fails with its message: every merge form, merges before the vocab,
+ * the refusals, a duplicate model key, and Qwen3's own file. */
+static void same_tokenizer(const json_t *j, const char *what)
+{
+    char *path = xasprintf("%s/fast.json", test_tmpdir()), *e1 = NULL, *e2 = NULL;
+    json_dump_file(j, path, JSON_PRESERVE_ORDER);
+    tokenizer *fast = tok_load(path, &e1), *tree = tok_from_json(j, &e2);
+    int ok = (fast != NULL) == (tree != NULL) && (!e1 == !e2) && (!e1 || !strcmp(e1, e2));
+    if (ok && fast) {
+        ok = tok_vocab_size(fast) == tok_vocab_size(tree);
+        for (int id = 0; ok && id < tok_vocab_size(fast); id++) {
+            const char *a = tok_token_str(fast, id), *b = tok_token_str(tree, id);
+            ok = (!a && !b) || (a && b && !strcmp(a, b));
+        }
+        sbuf x, y;
+        sbuf_init(&x);
+        sbuf_init(&y);
+        encode_str(fast, "ab abab cab bcab \xC3\xA9 <x>y", &x);
+        encode_str(tree, "ab abab cab bcab \xC3\xA9 <x>y", &y);
+        ok = ok && !strcmp(x.s, y.s);
+        sbuf_free(&x);
+        sbuf_free(&y);
+    }
+    if (!ok) {
+        t_failed_here = 1;
+        fprintf(stderr, "  %s: fast %s (%s), tree %s (%s)\n", what, fast ? "ok" : "failed", e1 ? e1 : "",
+                tree ? "ok" : "failed", e2 ? e2 : "");
+    }
+    tok_free(fast);
+    tok_free(tree);
+    free(e1);
+    free(e2);
+    unlink(path);
+    free(path);
+}
+
+static void fast_load_matches_tree(void)
+{
+    const char *forms[] = { "[\"b c\", \"a b\", \"ab c\", \"a bc\"]",
+                            "[[\"b\",\"c\"], [\"a\",\"b\"], [\"ab\",\"c\"], [\"a\",\"bc\"]]",
+                            "[\"a zz\"]", "[\"abc\"]", "[[\"a\"]]", "[]" };
+    for (size_t f = 0; f < sizeof forms / sizeof *forms; f++) {
+        json_t *j = tiny(f < 2 ? forms[f] : "[]", "[{\"id\":300,\"content\":\"<x>\",\"special\":true}]");
+        if (f >= 2) json_object_set_new(json_object_get(j, "model"), "merges", json_loads(forms[f], 0, NULL));
+        same_tokenizer(j, forms[f]);
+        /* merges first, then the vocab */
+        json_t *m = json_object_get(j, "model"), *m2 = json_object();
+        json_object_set(m2, "merges", json_object_get(m, "merges"));
+        const char *k;
+        json_t *v;
+        json_object_foreach(m, k, v) if (strcmp(k, "merges")) json_object_set(m2, k, v);
+        json_object_set_new(j, "model", m2);
+        same_tokenizer(j, "merges before vocab");
+        json_decref(j);
+    }
+    json_t *j = tiny("[]", NULL);
+    json_object_set_new(json_object_get(j, "model"), "type", json_string("Unigram"));
+    same_tokenizer(j, "Unigram");
+    json_object_set_new(json_object_get(j, "model"), "type", json_string("BPE"));
+    json_object_set_new(json_object_get(json_object_get(j, "model"), "vocab"), "zz", json_string("7"));
+    same_tokenizer(j, "a vocab id that is a string");
+    json_decref(j);
+    /* Qwen3: the fast path against the tree, id for id */
+    char *p = shared("qwen3/tokenizer.json");
+    json_t *q = json_load_file(p, 0, NULL);
+    free(p);
+    CHECK(q != NULL);
+    if (q) same_tokenizer(q, "qwen3");
+    json_decref(q);
+}
+
 /* ignore_merges (Llama 3): a word that is in the vocab is one token even
  * when the merges would not build it. */
 static void ignore_merges_takes_whole_words(void)
@@ -649,6 +723,7 @@ int main(void)
     RUN(merges_both_forms_and_rank_order);
     RUN(added_token_flags);
     RUN(unsupported_features_are_refused);
+    RUN(fast_load_matches_tree);
     RUN(ignore_merges_takes_whole_words);
     RUN(threads_share_a_tokenizer);
     RUN(train_known_merges);

@@ -1,0 +1,61 @@
+#!/bin/sh
+# bench_eval.sh — evaluation throughput of the tiny shape: cases/s over a
+# mix of the four sets (evalset -n N: live, variant, robust, ifeval in
+# their default proportions), as examples/Makefile evaluates a model:
+# rollout --tasks-are-cases --judge for the agent sets (continuous
+# batching across cases, the shared system prompt's KV copied, the judge
+# in the same pass) and generate for the IFEval prompts, at most 64 new
+# tokens per turn, 2 threads.  The model is the tiny preset with random
+# weights and a tokenizer trained here: it never ends a conversation early,
+# so every case plays all its turns (the worst case; a trained model
+# stops sooner).  One line per (batch, OMP_WAIT_POLICY): libgomp's default
+# spin-wait (active) against passive, which matters on a shared machine.
+# Not part of make check.
+#   HAT_BIN  programs (default bin/)    N  cases (default 1200)
+#   BATCH    conversations in flight to try (default "8 32")
+#   POLICY   OMP_WAIT_POLICY values to try (default "passive active")
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+: "${HAT_BIN:=$top/bin}" "${N:=1200}" "${BATCH:=8 32}" "${POLICY:=passive active}"
+HAT_TOP=$top
+export HAT_DATA="$top/data" OMP_NUM_THREADS=2
+T="${HAT_BENCH_TMP:-/tmp}/eval"
+mkdir -p "$T"
+. "$top/tests/benchlib.sh"
+cpu=$(cpu_json)
+H="$top/examples/harness"
+"$HAT_BIN/world-gen" --seed 1 --products 40 -o "$T/w.json" || exit 1
+"$HAT_BIN/harness-pack" -o "$T/h.json" "$H" || exit 1
+"$HAT_BIN/evalset" --world "$T/w.json" --harness "$T/h.json" -n "$N" --seed 1 -o "$T/cases.jsonl" || exit 1
+"$HAT_BIN/task-gen" --world "$T/w.json" -n 200 --seed 1 -o "$T/t.jsonl" || exit 1
+"$HAT_BIN/traj-gen" --world "$T/w.json" --harness "$H" --think 0.3 -o "$T/traj.jsonl" "$T/t.jsonl" || exit 1
+"$HAT_BIN/tok-train" --chat -n 4096 -o "$T/tok.json" "$T/traj.jsonl" || exit 1
+"$HAT_BIN/model-init" --preset tiny --tokenizer "$T/tok.json" --seed 1 -o "$T/m.ckpt" || exit 1
+jq -c 'select(.set != "ifeval")' "$T/cases.jsonl" >"$T/agent.jsonl"
+jq -c 'select(.set == "ifeval") | {id, text}' "$T/cases.jsonl" | "$HAT_BIN/tok-encode" -t "$T/tok.json" >"$T/ifeval.jsonl" || exit 1
+stop=$(echo '{"text":"<|im_end|>"}' | "$HAT_BIN/tok-encode" -t "$T/tok.json" | jq '.ids[0]')
+na=$(wc -l <"$T/agent.jsonl") ni=$(wc -l <"$T/ifeval.jsonl")
+now() { date +%s.%N; }
+for B in $BATCH; do
+for pol in $POLICY; do
+    load0=$(load_now)
+    t0=$(now)
+    OMP_WAIT_POLICY=$pol "$HAT_BIN/rollout" --ckpt "$T/m.ckpt" --world "$T/w.json" --tasks-are-cases --judge \
+        --max-tokens 64 --batch "$B" --seed 1 -o "$T/r.jsonl" "$T/agent.jsonl" || exit 1
+    t1=$(now)
+    OMP_WAIT_POLICY=$pol "$HAT_BIN/generate" --ckpt "$T/m.ckpt" --max-tokens 64 --stop "$stop" --batch "$B" \
+        --seed 1 -o "$T/g.jsonl" "$T/ifeval.jsonl" || exit 1
+    t2=$(now)
+    jq -s -c --argjson t0 "$t0" --argjson t1 "$t1" --argjson t2 "$t2" --argjson B "$B" --arg pol "$pol" \
+        --argjson ni "$ni" --argjson cpu "$cpu" --argjson load0 "$load0" --argjson load1 "$(load_now)" '
+        def r2: . * 100 | round / 100;
+        {bench:"eval", config:"tiny", threads:2, batch:$B, omp_wait_policy:$pol, max_tokens_per_turn:64,
+         cases:(length + $ni), agent_cases:length, ifeval_cases:$ni,
+         turns:(map(.meta.turns) | add), gen_tokens:(map(.meta.gen_tokens) | add),
+         judged:(map(select(.verdict)) | length),
+         agent_seconds:($t1 - $t0 | r2), ifeval_seconds:($t2 - $t1 | r2),
+         agent_cases_per_s:(length / ($t1 - $t0) | r2),
+         cases_per_s:((length + $ni) / ($t2 - $t0) | r2), target_cases_per_s:10,
+         cpu:$cpu, loadavg:[$load0, $load1]}' "$T/r.jsonl"
+done
+done
