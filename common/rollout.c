@@ -290,6 +290,18 @@ static void finish(rollout *r, conv *c, int how, char *error)
     push_done(r, x);
 }
 
+int rollout_cancel(rollout *r, const void *user)
+{
+    for (int i = 0; i < r->max_convs; i++) {
+        conv *c = &r->c[i];
+        if (c->state == C_FREE || c->user != user) continue;
+        if (c->in_engine && r->e) gen_remove(r->e, c->slot);
+        finish(r, c, ROLLOUT_ERROR, xstrdup("cancelled"));
+        return 0;
+    }
+    return -1;
+}
+
 rollout_result *rollout_take(rollout *r)
 {
     if (!r->ndone) return NULL;

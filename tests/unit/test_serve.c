@@ -10,6 +10,8 @@
 #include "loadgen.h"
 #include "metrics.h"
 #include "serve.h"
+#include "model.h"
+#include "tokenizer.h"
 #include "world.h"
 
 #include <poll.h>
@@ -47,6 +49,9 @@ static void test_bad_requests(void)
     bad(SERVE_AGENT, "{\"message\":\"x\",\"max_turns\":0}", 422, "\"max_turns\" must be between 1 and 255");
     bad(SERVE_AGENT, "{\"message\":\"x\",\"max_tokens\":1.5}", 400, "\"max_tokens\" must be an integer");
     bad(SERVE_AGENT, "{\"message\":\"x\",\"max_tokens\":99999}", 422, "between 1 and 1024");
+    /* too big for any integer type: still a value out of range (issue 16) */
+    bad(SERVE_AGENT, "{\"message\":\"x\",\"max_tokens\":1000000000000000000000000000000}", 422, "out of range");
+    bad(SERVE_AGENT, "{\"message\":\"x\",\"max_tokens\":1e30}", 422, "between 1 and 1024");
     bad(SERVE_AGENT, "{\"message\":\"x\",\"temperature\":-1}", 422, "\"temperature\"");
     bad(SERVE_AGENT, "{\"message\":\"x\",\"top_p\":0}", 422, "\"top_p\"");
     bad(SERVE_AGENT, "{\"message\":\"x\",\"seed\":\"1\"}", 400, "\"seed\" must be an integer");
@@ -366,6 +371,81 @@ static void test_scheduler(void)
     serve_free(s);
 }
 
+/* ---- a model whose every token decodes to the byte 0x00 ------------------------------ */
+
+/* Attention and MLP write nothing (wo, wdown = 0) and every embedding row
+ * is the same, so the final hidden state is the norm's weight whatever the
+ * context; the untied lm_head row of the byte-0x00 token points along it.
+ * Sampling then yields that token every time: the reproducer for a NUL
+ * byte in model output (issue 16). */
+static model *nul_model(const tokenizer *t, int nul_id)
+{
+    model_config c = {
+        .vocab_size = tok_vocab_size(t), .hidden_size = 16, .intermediate_size = 32, .n_layers = 1,
+        .n_heads = 2, .n_kv_heads = 1, .head_dim = 8, .rms_norm_eps = 1e-6, .rope_theta = 10000.0,
+        .tie_word_embeddings = 0, .max_position_embeddings = 256, .bos_token_id = -1, .eos_token_id = -1,
+    };
+    model *m = model_new(&c);
+    model_init_random(m, 3, 0.5f);
+    int C = c.hidden_size;
+    for (int i = 0; i < C * c.n_heads * c.head_dim; i++) m->w.layers[0].wo[i] = 0;
+    for (int i = 0; i < C * c.intermediate_size; i++) m->w.layers[0].wdown[i] = 0;
+    for (int v = 0; v < c.vocab_size; v++)
+        for (int i = 0; i < C; i++) {
+            m->w.wte[(size_t)v * C + i] = 1.0f;
+            m->w.lm_head[(size_t)v * C + i] = v == nul_id ? 4.0f : 0.0f;
+        }
+    for (int i = 0; i < C; i++) m->w.norm[i] = 1.0f;
+    return m;
+}
+
+static void test_nul_token(void)
+{
+    char *p = xasprintf("%s/tests/fuzz/tokenizer.json", getenv("HAT_TOP") ? getenv("HAT_TOP") : ".");
+    char *err = NULL;
+    tokenizer *t = tok_load(p, &err);
+    free(p);
+    CHECK(t != NULL);
+    if (!t) { free(err); return; }
+    int nul = tok_token_id(t, "\xC4\x80");          /* "Ā": the byte-level form of 0x00 */
+    CHECK(nul >= 0);
+    model *m = nul_model(t, nul);
+    serve_config c = { 0 };
+    c.m = m;
+    c.t = t;
+    c.w = W;
+    c.slots = 2;
+    c.queue_max = 8;
+    c.limits = L;
+    c.seed = 1;
+    c.model_name = "nul";
+    serve *s = serve_new(&c, H, &err);
+    CHECK(s != NULL);
+    if (s) {
+        for (int stream = 0; stream < 2; stream++) {
+            /* a stop string makes the scheduler cut the text on every step */
+            json_t *body = json_pack("{s:[{s:s,s:s}],s:i,s:b,s:[s]}", "messages", "role", "user", "content",
+                                     "hi", "max_tokens", 40, "stream", stream, "stop", "zz"), *resp = NULL;
+            CHECK_EQ_INT(serve_run(s, SERVE_CHAT, body, &resp), 200);
+            const json_t *msg = json_object_get(json_array_get(json_object_get(resp, "choices"), 0), "message");
+            const json_t *content = json_object_get(msg, "content");
+            CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(resp, "usage"), "completion_tokens")), 40);
+            CHECK_EQ_INT(json_string_length(content), 40);
+            int zeros = 1;
+            for (size_t i = 0; i < json_string_length(content); i++) zeros &= json_string_value(content)[i] == 0;
+            CHECK(zeros);
+            char *dump = json_compact(resp);
+            CHECK(dump && strstr(dump, "\"content\":\"\\u0000\\u0000"));
+            free(dump);
+            json_decref(resp);
+            json_decref(body);
+        }
+        serve_free(s);
+    }
+    model_free(m);
+    tok_free(t);
+}
+
 /* ---- the REPL through a pseudo-terminal --------------------------------------------- */
 
 static void test_repl_pty(void)
@@ -430,6 +510,7 @@ int main(void)
     CHECK(H && W);
     if (H && W) {
         RUN(test_scheduler);
+        RUN(test_nul_token);
         RUN(test_repl_pty);
     }
     world_free(W);
