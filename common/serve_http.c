@@ -20,10 +20,12 @@
  * watchdog thread shuts down the socket of one that has not sent its
  * headers within --header-timeout, or its whole request within
  * --request-timeout.  One address holds at most --per-ip of the
- * --connections ordinary slots; past them a connection takes one of the
- * --reserve slots, which answer only /health and /metrics and must send
- * their headers within a second, so a probe still gets through while the
- * ordinary slots are full of trickling clients.
+ * --connections ordinary slots.  When they are taken, a new connection
+ * takes the slot of one that has waited a second or more for its headers
+ * (a slow client, or an idle keep-alive one); when every ordinary slot is
+ * busy with real work, one of the --reserve slots, which answer only
+ * /health and /metrics and must send their headers within a second.  So
+ * a probe gets through whatever the trickling clients do.
  *
  * Order of checks, before any body byte is read: two different
  * Content-Length headers (400: a proxy may have read the other one), the
@@ -83,12 +85,78 @@ static void client_ip(struct MHD_Connection *c, char *out, size_t n)
 
 /* Ending a connection from outside its thread: shutting its socket down
  * makes MHD's next read or write fail, and MHD closes it as it would any
- * connection the peer dropped. */
+ * connection the peer dropped.  Its slot is free from now on. */
 static void kill_track(guard *g, track *t)
 {
     if (t->killed) return;
     t->killed = 1;
     g->killed++;
+    if (t->reserve == 1) g->n_reserve--;
+    else if (t->reserve == 0) g->n_ordinary--;
+    t->reserve = -1;
+    shutdown(t->fd, SHUT_RDWR);
+}
+
+/* The connection that has waited longest for its request headers, at
+ * least min_age seconds (a real client sends them at once; a keep-alive
+ * connection between requests waits too, and is as good to close), in
+ * the ordinary slots (from ip when given) or in the reserve. */
+static track *oldest_waiting(guard *g, int reserve, const char *ip, double min_age, double now)
+{
+    track *best = NULL;
+    for (track *u = g->head; u; u = u->next)
+        if (u->reserve == reserve && u->phase == PH_HEADERS && now - u->since >= min_age &&
+            (!ip || !strcmp(u->ip, ip)) && (!best || u->since < best->since))
+            best = u;
+    return best;
+}
+
+static int slots_of(guard *g, const char *ip)
+{
+    int n = 0;
+    for (track *u = g->head; u; u = u->next) n += u->reserve == 0 && !strcmp(u->ip, ip);
+    return n;
+}
+
+/* Fair share: a waiting connection of the address that holds the most
+ * ordinary slots, when that is at least two more than `mine`. */
+static track *greediest_waiting(guard *g, int mine)
+{
+    track *best = NULL;
+    int most = mine + 1;
+    for (track *u = g->head; u; u = u->next) {
+        if (u->reserve != 0 || u->phase != PH_HEADERS) continue;
+        int n = slots_of(g, u->ip);
+        if (n > most || (n == most && best && u->since < best->since && n > mine + 1)) { best = u; most = n; }
+    }
+    return best;
+}
+
+/* A new connection: an ordinary slot if one is free and its address holds
+ * fewer than --per-ip.  Else the slot of a connection waiting for its
+ * headers: from its own address (past --per-ip), from an address holding
+ * two or more slots more than it (fair share, so many addresses trickling
+ * cannot keep a new one out), or any that has waited a second or more.
+ * Else a reserve slot, evicting the reserve's oldest waiter if need be;
+ * else refused. */
+static void admit_track(http_ctx *H, track *t)
+{
+    guard *g = &H->g;
+    int same_ip = slots_of(g, t->ip);
+    int ip_full = same_ip >= opt_or(H->o->per_ip, 16);
+    int full = g->n_ordinary >= opt_or(H->o->threads_max, 64);
+    track *v = NULL;
+    if (ip_full) v = oldest_waiting(g, 0, t->ip, 1.0, t->since);
+    else if (full && !(v = greediest_waiting(g, same_ip))) v = oldest_waiting(g, 0, NULL, 1.0, t->since);
+    if (v) kill_track(g, v);
+    if (!ip_full && !full) { g->n_ordinary++; return; }
+    if (v) { g->n_ordinary++; return; }
+    if (H->o->reserve > 0 && g->n_reserve >= H->o->reserve && (v = oldest_waiting(g, 1, NULL, 0, t->since)))
+        kill_track(g, v);
+    if (g->n_reserve < H->o->reserve) { t->reserve = 1; g->n_reserve++; return; }
+    t->reserve = -1;
+    t->killed = 1;
+    g->refused++;
     shutdown(t->fd, SHUT_RDWR);
 }
 
@@ -105,11 +173,7 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
         t->fd = fi ? fi->connect_fd : MHD_INVALID_SOCKET;
         t->since = hat_now();
         client_ip(c, t->ip, sizeof t->ip);
-        int same_ip = 0;
-        for (track *u = g->head; u; u = u->next) same_ip += !u->reserve && !strcmp(u->ip, t->ip);
-        if (g->n_ordinary < opt_or(H->o->threads_max, 64) && same_ip < opt_or(H->o->per_ip, 16)) g->n_ordinary++;
-        else if (g->n_reserve < H->o->reserve) { t->reserve = 1; g->n_reserve++; }
-        else { t->reserve = -1; g->refused++; t->killed = 1; shutdown(t->fd, SHUT_RDWR); }
+        admit_track(H, t);
         t->next = g->head;
         if (g->head) g->head->prev = t;
         g->head = t;

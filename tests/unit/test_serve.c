@@ -14,7 +14,12 @@
 #include "tokenizer.h"
 #include "world.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <pty.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -446,6 +451,160 @@ static void test_nul_token(void)
     tok_free(t);
 }
 
+/* ---- slow clients on loopback ------------------------------------------------------- */
+
+/* A TCP connection to 127.0.0.1:port from source address src (any
+ * 127.0.0.0/8 address is local on Linux), or -1. */
+static int connect_from(const char *src, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET };
+    inet_pton(AF_INET, src, &a.sin_addr);
+    struct sockaddr_in d = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
+    struct timeval tv = { 3, 0 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) || connect(fd, (struct sockaddr *)&d, sizeof d)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* One request from src; returns the HTTP status (0: none) and sets
+ * *seconds to the time until the whole answer was read. */
+static int http_req(const char *src, int port, const char *method, const char *path, const char *body,
+                    double *seconds)
+{
+    double t0 = hat_now();
+    int fd = connect_from(src, port), status = 0;
+    if (fd >= 0) {
+        char *req = xasprintf("%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                              method, path, body ? strlen(body) : 0, body ? body : "");
+        if (send(fd, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req)) {
+            char buf[4096];
+            ssize_t n, got = 0;
+            while ((n = recv(fd, buf + got, sizeof buf - 1 - (size_t)got, 0)) > 0 && got + n < (ssize_t)sizeof buf - 1)
+                got += n;
+            buf[got] = 0;
+            if (got > 12) status = atoi(buf + 9);
+        }
+        free(req);
+        close(fd);
+    }
+    *seconds = hat_now() - t0;
+    return status;
+}
+
+typedef struct { serve *s; serve_http_opts o; volatile int stop; int rc; } http_thread;
+static void *run_http(void *arg)
+{
+    http_thread *h = arg;
+    h->rc = serve_http_run(h->s, &h->o, &h->stop);
+    return NULL;
+}
+
+static double median(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int k = i; k > 0 && v[k] < v[k - 1]; k--) { double t = v[k]; v[k] = v[k - 1]; v[k - 1] = t; }
+    return n ? v[n / 2] : 0;
+}
+
+/* 200 connections from 20 addresses send one header line every 0.5 s
+ * (reconnecting when dropped) for 3 s; meanwhile /health and a chat
+ * request from another address must answer: /health within 1 s, chat
+ * within 5 times its latency on a quiet server (and 1 s at least, for a
+ * loaded test machine).  The figures go to the log. */
+static void test_slowloris(void)
+{
+    char *p = xasprintf("%s/tests/fuzz/tokenizer.json", getenv("HAT_TOP") ? getenv("HAT_TOP") : ".");
+    char *err = NULL;
+    tokenizer *t = tok_load(p, &err);
+    free(p);
+    CHECK(t != NULL);
+    if (!t) { free(err); return; }
+    model *m = nul_model(t, tok_token_id(t, "\xC4\x80"));
+    serve_config c = { 0 };
+    c.m = m; c.t = t; c.w = W; c.slots = 4; c.queue_max = 64; c.limits = L; c.seed = 1;
+    c.policy = "teacher"; c.model_name = "nul";
+    serve *s = serve_new(&c, H, &err);
+    CHECK(s != NULL);
+    if (!s) { free(err); model_free(m); tok_free(t); return; }
+    http_thread h = { .s = s };
+    char *pf = xasprintf("%s/slow.port", test_tmpdir());
+    unlink(pf);
+    h.o = (serve_http_opts){ .host = "127.0.0.1", .port = 0, .threads_max = 64, .timeout_s = 30, .port_file = pf,
+                             .per_ip = 16, .reserve = 4, .header_timeout_s = 2, .request_timeout_s = 4,
+                             .drain_timeout_s = 5 };
+    pthread_t thr;
+    pthread_create(&thr, NULL, run_http, &h);
+    int port = 0;
+    for (int i = 0; i < 100 && !port; i++) {
+        size_t n;
+        char *txt = read_file(pf, &n);
+        if (txt) port = atoi(txt);
+        free(txt);
+        if (!port) usleep(50000);
+    }
+    CHECK(port > 0);
+    const char *chat = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":8}";
+    double base_h[5], base_c[5], sec;
+    for (int i = 0; i < 5 && port; i++) {
+        CHECK_EQ_INT(http_req("127.0.0.2", port, "GET", "/health", NULL, &base_h[i]), 200);
+        CHECK_EQ_INT(http_req("127.0.0.2", port, "POST", "/v1/chat/completions", chat, &base_c[i]), 200);
+    }
+    enum { NSLOW = 200 };
+    int fds[NSLOW];
+    char src[NSLOW][16];
+    for (int i = 0; i < NSLOW; i++) {
+        snprintf(src[i], sizeof src[i], "127.0.0.%d", 10 + i % 20);
+        fds[i] = port ? connect_from(src[i], port) : -1;
+        if (fds[i] >= 0) send(fds[i], "GET /health HTTP/1.1\r\n", 22, MSG_NOSIGNAL);
+    }
+    double worst_h = 0, worst_c = 0, t_end = hat_now() + 3, next_line = hat_now();
+    int probes = 0, ok_h = 0, ok_c = 0;
+    long redials = 0;
+    while (port && hat_now() < t_end) {
+        if (hat_now() >= next_line) {
+            next_line = hat_now() + 0.5;
+            for (int i = 0; i < NSLOW; i++) {
+                struct pollfd q = { fds[i], POLLRDHUP, 0 };
+                if (fds[i] < 0 || (poll(&q, 1, 0) > 0 && q.revents) ||
+                    send(fds[i], "X-Slow: 1\r\n", 11, MSG_NOSIGNAL) != 11) {
+                    if (fds[i] >= 0) close(fds[i]);
+                    fds[i] = connect_from(src[i], port);
+                    if (fds[i] >= 0) send(fds[i], "GET /health HTTP/1.1\r\n", 22, MSG_NOSIGNAL);
+                    redials++;
+                }
+            }
+        }
+        ok_h += http_req("127.0.0.2", port, "GET", "/health", NULL, &sec) == 200;
+        if (sec > worst_h) worst_h = sec;
+        ok_c += http_req("127.0.0.2", port, "POST", "/v1/chat/completions", chat, &sec) == 200;
+        if (sec > worst_c) worst_c = sec;
+        probes++;
+        usleep(200000);
+    }
+    for (int i = 0; i < NSLOW; i++) if (fds[i] >= 0) close(fds[i]);
+    double bh = median(base_h, 5), bc = median(base_c, 5);
+    fprintf(stderr, "# slowloris: %d slow connections from 20 addresses, %ld redials in 3 s; %d probes: "
+            "/health worst %.1f ms (quiet median %.1f ms), chat worst %.1f ms (quiet median %.1f ms)\n",
+            NSLOW, redials, probes, worst_h * 1e3, bh * 1e3, worst_c * 1e3, bc * 1e3);
+    CHECK(probes >= 5);
+    CHECK_EQ_INT(ok_h, probes);
+    CHECK_EQ_INT(ok_c, probes);
+    CHECK(worst_h < 1.0);
+    CHECK(worst_c < (5 * bc > 1.0 ? 5 * bc : 1.0));
+    h.stop = 1;
+    pthread_join(thr, NULL);
+    CHECK_EQ_INT(h.rc, 0);
+    serve_free(s);
+    free(pf);
+    model_free(m);
+    tok_free(t);
+}
+
 /* ---- the REPL through a pseudo-terminal --------------------------------------------- */
 
 static void test_repl_pty(void)
@@ -511,6 +670,7 @@ int main(void)
     if (H && W) {
         RUN(test_scheduler);
         RUN(test_nul_token);
+        RUN(test_slowloris);
         RUN(test_repl_pty);
     }
     world_free(W);
