@@ -92,6 +92,23 @@ static const char *member_names[N_MEMBERS] = {
     "config.json", "model.safetensors", "tokenizer.json", "optimizer.safetensors", "trainer_state.json",
 };
 
+/* The most bytes each member may hold (hat(7), LIMITS), checked before
+ * anything is allocated for it: a tar header's size, a file's size, or a
+ * gzip stream that keeps expanding.  The weights have no fixed cap (models
+ * vary), but their size must match what their safetensors header says. */
+static const size_t member_cap[N_MEMBERS] = {
+    1u << 20, SIZE_MAX, 64u << 20, SIZE_MAX, 64u << 20,
+};
+
+static void cap_error(const char *path, const char *member, double have)
+{
+    size_t cap = 0;
+    for (int i = 0; i < N_MEMBERS; i++)
+        if (!strcmp(member, member_names[i])) cap = member_cap[i];
+    hat_errat(path, 0, "%s: %.0f bytes or more; the limit is %zu bytes (%zu MiB, hat(7) LIMITS)", member,
+              have, cap, cap >> 20);
+}
+
 typedef struct { unsigned char *buf[N_MEMBERS]; size_t len[N_MEMBERS]; } members;
 
 static void members_free(members *s)
@@ -105,26 +122,56 @@ int ckpt_is_dir(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* A Hugging Face directory's file: regular (a FIFO or /dev/zero is
+ * refused, not read) and within its member's cap. */
+static unsigned char *read_dir_member(const char *dir, int i, size_t *len)
+{
+    char *p = xasprintf("%s/%s", dir, member_names[i]);
+    int fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    unsigned char *b = NULL;
+    if (fd < 0 || fstat(fd, &st)) hat_errat(p, 0, "cannot open: %s", strerror(errno));
+    else if (!S_ISREG(st.st_mode)) hat_errat(p, 0, "not a regular file");
+    else if ((size_t)st.st_size > member_cap[i]) cap_error(dir, member_names[i], (double)st.st_size);
+    else {
+        b = xmalloc((size_t)st.st_size + 1);
+        size_t n = 0;
+        ssize_t got = 1;
+        while (n < (size_t)st.st_size && (got = read(fd, b + n, (size_t)st.st_size - n)) > 0) n += (size_t)got;
+        if (got < 0 || n != (size_t)st.st_size) {
+            hat_errat(p, 0, "cannot read: %s", got < 0 ? strerror(errno) : "the file shrank");
+            free(b);
+            b = NULL;
+        } else {
+            b[n] = 0;
+            *len = n;
+        }
+    }
+    if (fd >= 0) close(fd);
+    free(p);
+    return b;
+}
+
 static int read_dir(members *s, const char *dir)
 {
     for (int i = 0; i < N_MEMBERS; i++) {
         char *p = xasprintf("%s/%s", dir, member_names[i]);
-        if (access(p, F_OK) == 0) {
-            s->buf[i] = (unsigned char *)read_file(p, &s->len[i]);
-            if (!s->buf[i]) { free(p); return -1; }
-        }
+        int there = access(p, F_OK) == 0;
         free(p);
+        if (there && !(s->buf[i] = read_dir_member(dir, i, &s->len[i]))) return -1;
     }
     return 0;
 }
 
 /* A member's bytes, read in pieces: the size in a tar header is only a
- * claim, so memory grows with the data actually there, not with the claim. */
-static int read_member(struct archive *a, la_int64_t claim, unsigned char **buf, size_t *len)
+ * claim, so memory grows with the data actually there, not with the claim,
+ * and stops past max (returns -2: over the cap). */
+static int read_member(struct archive *a, la_int64_t claim, size_t max, unsigned char **buf, size_t *len)
 {
     size_t cap = claim > 0 && claim < (1 << 24) ? (size_t)claim : 1 << 24, n = 0;
     unsigned char *b = xmalloc(cap + 1);
     for (;;) {
+        if (n > max) { free(b); return -2; }
         if (n == cap) b = xrealloc(b, (cap *= 2) + 1);
         la_ssize_t got = archive_read_data(a, b + n, cap - n);
         if (got < 0) { free(b); return -1; }
@@ -157,9 +204,21 @@ static int read_tar(members *s, const char *path)
             if (!strcmp(name, member_names[i])) k = i;
         if (k < 0 || archive_entry_filetype(e) != AE_IFREG) continue;   /* extra files are ignored */
         la_int64_t sz = archive_entry_size(e);
+        if (archive_entry_sparse_count(e) > 0) {   /* holes read as zeros: a bomb, never a checkpoint */
+            hat_errat(path, 0, "%s: a sparse member (hat writes none; refused unread)", name);
+            goto out;
+        }
+        if (sz < 0 || (double)sz > (double)member_cap[k]) {
+            cap_error(path, name, (double)sz);
+            goto out;
+        }
         free(s->buf[k]);
         s->buf[k] = NULL;
-        int got = read_member(a, sz, &s->buf[k], &s->len[k]);
+        int got = read_member(a, sz, member_cap[k], &s->buf[k], &s->len[k]);
+        if (got == -2) {
+            cap_error(path, name, (double)member_cap[k] + 1);
+            goto out;
+        }
         if (got < 0 || s->len[k] != (size_t)sz) {
             hat_errat(path, 0, "%s: truncated checkpoint (%s)", name,
                       got < 0 ? archive_error_string(a) : "short member");

@@ -23,7 +23,7 @@
  * mutex.  A job takes a reference when it starts; rollout keeps it until
  * the conversation ends.  A reload (SIGHUP, a change to the files under
  * the harness path seen by polling, or serve_reload) loads and lints the
- * new one in the scheduler thread: on lint errors the old one is kept and
+ * new one in a reload thread of its own (never the scheduler's): on lint errors the old one is kept and
  * a line is logged; otherwise new jobs get the new one while jobs in
  * flight finish on the old (jansson's reference count frees it after). */
 #ifndef HAT_SERVE_H

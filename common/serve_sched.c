@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 struct serve {
     serve_config     c;
@@ -29,7 +30,7 @@ struct serve {
     serve_job       *qhead, *qtail;
     int              nqueue, nchat, nagent, draining, stopping;
     int              aborting;           /* the drain timed out: end every job now */
-    pthread_t        thr;
+    pthread_t        thr, reloader;      /* the scheduler; harness reloads */
     pthread_mutex_t  hmu;                /* the current harness */
     json_t          *h;
     volatile sig_atomic_t reload_req;
@@ -668,15 +669,31 @@ static void step_agent(serve *s)
     }
 }
 
+/* Harness reloads run on their own thread: reading and linting a harness
+ * takes as long as its files take to read, and the scheduler must keep
+ * stepping (and answering) meanwhile.  The reads are capped and refuse
+ * anything but regular files (harness_load), so this thread cannot block
+ * for ever either. */
+static void *reload_loop(void *arg)
+{
+    serve *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stopping) {
+        pthread_mutex_unlock(&s->mu);
+        maybe_reload(s);
+        usleep(50 * 1000);
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
+}
+
 static void *scheduler(void *arg)
 {
     serve *s = arg;
     device_bind_thread();     /* the engines' GPU (HAT_CUDA_DEVICE), not GPU 0 */
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        pthread_mutex_unlock(&s->mu);
-        maybe_reload(s);
-        pthread_mutex_lock(&s->mu);
         admit(s);
         int busy = s->nchat + s->nagent;
         metrics_set(s->mx, "hat_running", "engine=\"chat\"", s->nchat);
@@ -717,6 +734,19 @@ serve *serve_new(const serve_config *c, json_t *h, char **err)
     if (s->c.m && (s->c.max_context <= 0 || s->c.max_context > s->c.m->cfg.max_position_embeddings))
         s->c.max_context = s->c.m->cfg.max_position_embeddings;
     if (s->c.max_context <= 0) s->c.max_context = 4096;
+    /* A config may claim a context (max_position_embeddings 2^30) whose KV
+     * cache no machine holds: say so, and what to set, before allocating. */
+    double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (s->c.m && ((double)s->c.slots * s->c.max_context * s->c.m->cfg.n_layers * s->c.m->cfg.n_kv_heads *
+                   s->c.m->cfg.head_dim * 2 * sizeof(float) * 2 > (phys > 0 ? phys : 1e18))) {
+        *err = xasprintf("the KV cache would take %.1f GiB per engine (%d sequences x %d tokens, the "
+                         "model's max_position_embeddings), more than this machine's %.1f GiB of memory; "
+                         "set --max-context (and --slots) lower", (double)s->c.slots * s->c.max_context *
+                         s->c.m->cfg.n_layers * s->c.m->cfg.n_kv_heads * s->c.m->cfg.head_dim * 2 *
+                         sizeof(float) / 1073741824.0, s->c.slots, s->c.max_context, phys / 1073741824.0);
+        free(s);
+        return NULL;
+    }
     s->im_end = s->c.t ? tok_token_id(s->c.t, "<|im_end|>") : -1;
     s->eos = s->c.m && s->c.m->cfg.eos_token_id != s->im_end ? s->c.m->cfg.eos_token_id : -1;
     s->c.dev.mtp = s->c.mtp > 0;
@@ -769,6 +799,7 @@ serve *serve_new(const serve_config *c, json_t *h, char **err)
     pthread_cond_init(&s->wake, NULL);
     pthread_cond_init(&s->idle, NULL);
     pthread_create(&s->thr, NULL, scheduler, s);
+    pthread_create(&s->reloader, NULL, reload_loop, s);
     return s;
 }
 
@@ -810,6 +841,7 @@ void serve_free(serve *s)
     pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thr, NULL);
+    pthread_join(s->reloader, NULL);
     rollout_free(s->r);
     gen_free(s->e);
     free(s->chat);
