@@ -37,7 +37,7 @@ static const char usage[] =
     "  --max-tokens N       ceiling and default of max_tokens per turn (default 1024)\n"
     "  --connections N      open HTTP connections at most (default 64)\n"
     "  --timeout S          idle connection timeout in seconds (default 30)\n"
-    "  --per-ip N           connections one client address may hold (default 16)\n"
+    "  --per-ip N           connections one client address may hold (default 64)\n"
     "  --reserve N          extra connections for /health and /metrics only (default 4)\n"
     "  --header-timeout S   a request's headers must arrive within S seconds (default 10)\n"
     "  --request-timeout S  and its whole body within S seconds (default 60)\n"
@@ -104,7 +104,7 @@ int main(int argc, char **argv)
     sc.queue_max = 64;
     sc.poll_ms = 1000;
     sc.log = stderr;
-    serve_http_opts ho = { "127.0.0.1", -1, getenv("HAT_SERVE_TOKEN"), 64, 30, NULL, 16, 4, 10, 60, 30 };
+    serve_http_opts ho = { "127.0.0.1", -1, getenv("HAT_SERVE_TOKEN"), 64, 30, NULL, 64, 4, 10, 60, 30 };
     int stdio = 0, window = 0, opt;
     cli_init(argc, argv);
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {

@@ -4,6 +4,10 @@
 #include "util.h"
 
 #include <archive.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <libgen.h>
+#include <time.h>
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -439,8 +443,37 @@ err:
     return rc;
 }
 
+/* A save killed between mkstemp and rename leaves PATH.tmpXXXXXX behind
+ * (9-27 MB each for a small model).  The next save of the same path
+ * removes those of our own pattern that nothing has written to for ten
+ * minutes: a save in progress touches its file all along. */
+static void remove_stale_temps(const char *path)
+{
+    char *d = xstrdup(path), *b = xstrdup(path);
+    const char *dir = dirname(d), *base = basename(b);
+    size_t bl = strlen(base);
+    DIR *dh = opendir(dir);
+    struct dirent *e;
+    time_t now = time(NULL);
+    while (dh && (e = readdir(dh))) {
+        const char *n = e->d_name;
+        if (strncmp(n, base, bl) || strncmp(n + bl, ".tmp", 4) || strlen(n + bl + 4) != 6) continue;
+        int ours = 1;
+        for (const char *q = n + bl + 4; *q; q++) ours &= isalnum((unsigned char)*q) != 0;
+        char *full = xasprintf("%s/%s", dir, n);
+        struct stat st;
+        if (ours && lstat(full, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > 600 && !unlink(full))
+            hat_warn("%s: removed a stale temporary file of an interrupted save", full);
+        free(full);
+    }
+    if (dh) closedir(dh);
+    free(d);
+    free(b);
+}
+
 int ckpt_save(const ckpt *c, const char *path, int dtype)
 {
+    remove_stale_temps(path);
     members s = { 0 };
     serialise(c, &s, dtype);
     char *tmp = xasprintf("%s.tmpXXXXXX", path);
@@ -461,12 +494,62 @@ out:
     return rc;
 }
 
-int ckpt_export_hf(const ckpt *c, const char *dir, int dtype)
+/* Every file is written into DIR.tmpXXXXXX first, beside DIR: a full disk
+ * or a crash then leaves DIR as it was (absent, or the previous export),
+ * never a directory holding config.json alone.  Only renames, which need
+ * no space, touch DIR: the whole temporary directory when DIR is new,
+ * else each file into it. */
+static int publish_dir(const char *tmp, const char *dir)
 {
-    if (mkdir(dir, 0755) && errno != EEXIST) {
-        hat_errat(dir, 0, "cannot create directory: %s", strerror(errno));
+    if (rename(tmp, dir) == 0) return 0;
+    if (errno != EEXIST && errno != ENOTEMPTY) {
+        hat_errat(dir, 0, "rename: %s", strerror(errno));
         return -1;
     }
+    DIR *dh = opendir(tmp);
+    struct dirent *e;
+    int rc = dh ? 0 : -1;
+    while (dh && (e = readdir(dh)) && !rc) {
+        if (e->d_name[0] == '.') continue;
+        char *from = xasprintf("%s/%s", tmp, e->d_name), *to = xasprintf("%s/%s", dir, e->d_name);
+        if (rename(from, to)) { hat_errat(to, 0, "rename: %s", strerror(errno)); rc = -1; }
+        free(from);
+        free(to);
+    }
+    if (dh) closedir(dh);
+    return rc;
+}
+
+static void remove_dir(const char *tmp)
+{
+    DIR *dh = opendir(tmp);
+    struct dirent *e;
+    while (dh && (e = readdir(dh))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char *p = xasprintf("%s/%s", tmp, e->d_name);
+        unlink(p);
+        free(p);
+    }
+    if (dh) closedir(dh);
+    rmdir(tmp);
+}
+
+int ckpt_export_hf(const ckpt *c, const char *dir, int dtype)
+{
+    struct stat st;
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        hat_errat(dir, 0, "exists and is not a directory");
+        return -1;
+    }
+    size_t n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    char *tmp = xasprintf("%.*s.tmpXXXXXX", (int)n, dir);
+    if (!mkdtemp(tmp)) {
+        hat_errat(dir, 0, "cannot create a temporary directory beside it: %s", strerror(errno));
+        free(tmp);
+        return -1;
+    }
+    chmod(tmp, 0755 & ~umask(umask(0)));
     members s = { 0 };
     ckpt pub = *c;
     pub.opt_m = pub.opt_v = NULL;
@@ -475,11 +558,14 @@ int ckpt_export_hf(const ckpt *c, const char *dir, int dtype)
     int rc = 0;
     for (int i = 0; i < N_MEMBERS && !rc; i++) {
         if (!s.buf[i]) continue;
-        char *p = xasprintf("%s/%s", dir, member_names[i]);
+        char *p = xasprintf("%s/%s", tmp, member_names[i]);
         rc = write_file_atomic(p, s.buf[i], s.len[i]);
         free(p);
     }
     members_free(&s);
+    if (!rc) rc = publish_dir(tmp, dir);
+    remove_dir(tmp);          /* empty after a publish; what was written after a failure */
+    free(tmp);
     return rc;
 }
 

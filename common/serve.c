@@ -4,6 +4,7 @@
  * the engines, so tests and the fuzzer drive it directly. */
 #include "serve.h"
 #include "chat.h"
+#include "chat_encode.h"
 #include "jsonl.h"
 #include "tasks.h"
 
@@ -410,6 +411,19 @@ char *serve_forced_prefix(const serve_request *r)
     sbuf_puts(&b, ", \"arguments\": ");
     json_decref(name);
     return sbuf_detach(&b);
+}
+
+int serve_chat_encode(const serve_request *r, const tokenizer *t, tok_ids *ids, char **err)
+{
+    chat_opts o = { r->tool_choice == SERVE_TC_NONE ? NULL : r->tools, 1, r->enable_thinking };
+    chat_text ct;
+    if (chat_render(&ct, r->messages, &o, err)) return 400;
+    char *pre = serve_forced_prefix(r);
+    int bad = chat_text_encode(t, &ct, 0, ids, NULL) || tok_encode(t, pre, strlen(pre), ids);
+    free(pre);
+    chat_text_free(&ct);
+    if (bad) { *err = xstrdup("the messages are not valid UTF-8"); return 400; }
+    return 0;
 }
 
 char *serve_chat_prompt(const serve_request *r, char **err)

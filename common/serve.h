@@ -107,6 +107,10 @@ char *serve_forced_prefix(const serve_request *r);
 /* The chat prompt: rendered messages + tools + generation prompt, and the
  * forced prefix.  malloc'd, or NULL with *err. */
 char *serve_chat_prompt(const serve_request *r, char **err);
+/* Its ids, appended to *ids: user and tool contents never yield control
+ * tokens (chat_text_encode), the template's structure does.  0, or 400
+ * with *err. */
+int   serve_chat_encode(const serve_request *r, const tokenizer *t, tok_ids *ids, char **err);
 
 /* Streaming: of the generated text so far, which bytes can be sent as
  * content now.  Content starts after a closed <think> block and leading
@@ -234,7 +238,7 @@ typedef struct {
     int         threads_max;        /* ordinary connection slots (0: 64) */
     int         timeout_s;          /* idle connection timeout (0: 30) */
     const char *port_file;          /* write the bound port here (port 0 = any) */
-    int         per_ip;             /* ordinary slots one client address may hold (0: 16) */
+    int         per_ip;             /* ordinary slots one client address may hold (0: 64) */
     int         reserve;            /* extra slots for /health and /metrics only */
     int         header_timeout_s;   /* a request's headers must be in by then (0: 10) */
     int         request_timeout_s;  /* its body too (0: 60) */

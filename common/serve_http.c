@@ -142,8 +142,17 @@ static track *greediest_waiting(guard *g, int mine)
 static void admit_track(http_ctx *H, track *t)
 {
     guard *g = &H->g;
+    /* A client that closed its connection between requests still holds
+     * a slot until MHD's thread notices: release those first. */
+    if (g->n_ordinary >= opt_or(H->o->threads_max, 64) || slots_of(g, t->ip) >= opt_or(H->o->per_ip, 64))
+        for (track *u = g->head; u; u = u->next) {
+            struct pollfd p = { u->fd, POLLRDHUP, 0 };
+            if (u->reserve >= 0 && u->phase == PH_HEADERS && poll(&p, 1, 0) > 0 &&
+                (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+                kill_track(g, u);
+        }
     int same_ip = slots_of(g, t->ip);
-    int ip_full = same_ip >= opt_or(H->o->per_ip, 16);
+    int ip_full = same_ip >= opt_or(H->o->per_ip, 64);
     int full = g->n_ordinary >= opt_or(H->o->threads_max, 64);
     track *v = NULL;
     if (ip_full) v = oldest_waiting(g, 0, t->ip, 1.0, t->since);
@@ -569,9 +578,9 @@ int serve_http_run(serve *s, const serve_http_opts *o, volatile int *stop)
         if (inet_pton(AF_INET, host, &a->sin_addr) != 1) { hat_warn("--host %s: not an IP address", host); return -1; }
     }
     pthread_mutex_init(&H.g.mu, NULL);
-    /* MHD's own cap sits above ours: a connection refused by the guard
-     * still holds a slot until its thread has closed it. */
-    unsigned cap = (unsigned)(opt_or(o->threads_max, 64) + (o->reserve > 0 ? o->reserve : 0) + 32);
+    /* MHD's own cap sits above ours: a connection refused or closed by
+     * the guard still holds one of MHD's until its thread has ended. */
+    unsigned cap = (unsigned)(2 * opt_or(o->threads_max, 64) + (o->reserve > 0 ? o->reserve : 0));
     struct MHD_Daemon *d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, handler, &H,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
         MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)opt_or(o->timeout_s, 30),

@@ -166,12 +166,8 @@ serve_job *serve_job_new(serve *s, serve_request *r, int *status, char **err)
             *err = xstrdup("no model is loaded: this server answers /v1/agent only");
             return NULL;
         }
-        char *p = serve_chat_prompt(r, err);
-        if (!p) { *status = 400; return NULL; }
         tok_ids ids = { 0 };
-        int bad = tok_encode(s->c.t, p, strlen(p), &ids);
-        free(p);
-        if (bad) { *status = 400; *err = xstrdup("the messages are not valid UTF-8"); return NULL; }
+        if ((*status = serve_chat_encode(r, s->c.t, &ids, err))) { tok_ids_free(&ids); return NULL; }
         if ((int)ids.n >= s->c.max_context) {
             *status = 400;
             *err = xasprintf("the prompt is %zu tokens; the context holds %d", ids.n, s->c.max_context);

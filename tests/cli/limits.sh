@@ -103,3 +103,34 @@ bomb "a tar with a member twice (as a hard link)" 'harness.json: member appears 
 mkdir -p "$T/tv/h" && cp -R "$EX/." "$T/tv/h/" && echo x >"$T/tv/evil.md"
 (cd "$T/tv/h" && tar -P -cf "$T/trav.tar" harness.json prompt skills tools ../evil.md)
 bomb "a tar with a traversal member" '\.\./evil\.md: member name is absolute or climbs out' harness-lint "$T/trav.tar"
+
+# --- leftovers after crashes ------------------------------------------------------------
+# A save killed before its rename leaves PATH.tmpXXXXXX: the next save of
+# the path removes ours once stale (10 minutes untouched), nothing else.
+: >"$T/s.ckpt.tmpAb3dE9"; touch -d '1 hour ago' "$T/s.ckpt.tmpAb3dE9"
+: >"$T/s.ckpt.tmpFresh1"
+: >"$T/s.ckpt.tmpother"; touch -d '1 hour ago' "$T/s.ckpt.tmpother"
+ok "a save beside stale temporary files" model-init --config "$T/cfg.json" -o "$T/s.ckpt"
+[ ! -e "$T/s.ckpt.tmpAb3dE9" ] && pass "the stale temporary file is removed" || flunk "stale temporary file removed"
+has "and the removal is said" "$T/.err" 's.ckpt.tmpAb3dE9: removed a stale temporary file'
+[ -e "$T/s.ckpt.tmpFresh1" ] && [ -e "$T/s.ckpt.tmpother" ] && pass "a fresh one and a foreign name are kept" ||
+    flunk "fresh and foreign temporary files kept"
+
+# ckpt export --hf on a full disk (a file size limit: writes fail with
+# EFBIG past 32 KiB, so config.json fits and model.safetensors does not).
+full() { (trap '' XFSZ; ulimit -f 64; "$@"); }
+full ckpt export --hf "$T/hfx" "$T/m.ckpt" >"$T/.out" 2>"$T/.err"; rc=$?
+[ "$rc" = 1 ] && pass "export --hf on a full disk fails" || flunk "export --hf on a full disk" "exit $rc: $(cat "$T/.err")"
+[ ! -e "$T/hfx" ] && pass "and leaves no partial directory" || flunk "partial directory" "$(ls "$T/hfx")"
+[ -z "$(ls -d "$T"/hfx.tmp* 2>/dev/null)" ] && pass "and no temporary one" || flunk "temporary directory left"
+ok "export --hf" ckpt export --hf "$T/hfx" "$T/m.ckpt"
+cp -R "$T/hfx" "$T/hfx.before"
+full ckpt export --hf "$T/hfx" --dtype bf16 "$T/m.ckpt" >/dev/null 2>&1
+diff -r "$T/hfx" "$T/hfx.before" >/dev/null && pass "a failed export over a previous one leaves it whole" ||
+    flunk "previous export changed by a failed one"
+
+# sft-step --metrics: a run that fails leaves no empty metrics file.
+printf '{"ids":[1,2,3,4,5,6,7,8]}\n{"ids":[3,4,5,6,7,8,9,10]}\n' >"$T/ids.jsonl"
+fails "sft-step that cannot save" 1 sft-step --init "$T/m.ckpt" --data "$T/ids.jsonl" --steps 0 --seq 8 \
+    --metrics "$T/met.jsonl" -o "$T/nodir/out.ckpt"
+[ ! -e "$T/met.jsonl" ] && pass "no empty metrics file left" || flunk "empty metrics file left"

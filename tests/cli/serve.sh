@@ -227,3 +227,67 @@ has "metrics: time to first token" "$T/metrics" '^hat_time_to_first_token_second
 has "metrics: generated tokens" "$T/metrics" '^hat_generated_tokens_total [1-9]'
 has "metrics: KV cache" "$T/metrics" '^hat_kv_cache_bytes [1-9]'
 stop
+
+# --- shutdown: a bounded drain, /health 503 meanwhile, a second signal ----------------
+# One sequence and a queue of long chat requests: far more work than the
+# drain timeout lets finish.
+LONG='{"messages":[{"role":"user","content":"hi"}],"max_tokens":1024,"temperature":1}'
+flood() {
+    for i in $(seq 1 "$1"); do curl -s -o /dev/null -w '%{http_code}\n' -X POST "$URL/v1/chat/completions" -d "$LONG" >"$T/fl.$i" & done
+    # until every one is queued or running (curl start-up is slow on a loaded machine)
+    i=0; while [ $i -lt 100 ] && ! curl -s "$URL/health" | jq -e ".queue + .running >= $1" >/dev/null; do sleep 0.05; i=$((i + 1)); done
+}
+start --ckpt "$T/m.ckpt" --harness "$H" --slots 1 --queue 256 --max-tokens 1024 --drain-timeout 1
+flood 24
+t0=$(date +%s%N)
+kill -TERM "$PID"
+sleep 0.2
+h=$(curl -s -o "$T/body" -w '%{http_code}' "$URL/health")
+[ "$h" = 503 ] && grep -q '"status":"draining"' "$T/body" && pass "/health answers 503 while draining" ||
+    flunk "/health while draining" "$h $(head -c 200 "$T/body")"
+wait "$PID"; rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+wait
+[ "$rc" = 0 ] && [ "$ms" -lt 5000 ] && pass "--drain-timeout 1: exit 0 after $ms ms" || flunk "--drain-timeout" "rc $rc after $ms ms"
+cat "$T"/fl.* | sort | uniq -c | tr '\n' ' ' >"$T/codes"
+has "every queued request answered: 503 past the timeout" "$T/codes" ' 503 '
+hasnt "no request left without an answer" "$T/codes" ' 000 '
+has "drain timeout logged" "$T/serve.log" 'drain timeout: requests still running were ended with 503'
+
+start --ckpt "$T/m.ckpt" --harness "$H" --slots 1 --queue 256 --max-tokens 1024 --drain-timeout 600
+flood 24
+t0=$(date +%s%N)
+kill -TERM "$PID"; sleep 0.3; kill -TERM "$PID"
+wait "$PID"; rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+wait
+[ "$rc" = 1 ] && [ "$ms" -lt 3000 ] && pass "a second signal exits at once (exit 1 after $ms ms)" || flunk "second signal" "rc $rc after $ms ms"
+has "second signal logged" "$T/serve.log" 'second signal: exiting without finishing'
+
+# --- a client that goes away: its request is cancelled, not run to the end -------------
+start --ckpt "$T/m.ckpt" --harness "$H" --slots 1 --queue 256 --max-tokens 1024
+for i in $(seq 1 12); do curl -s -o /dev/null --max-time 0.3 -X POST "$URL/v1/chat/completions" -d "$LONG" & done
+wait
+i=0; while [ $i -lt 50 ] && ! curl -s "$URL/health" | grep -q '"queue":0,"running":0'; do sleep 0.1; i=$((i + 1)); done
+curl -s "$URL/health" >"$T/body"
+has "the server is idle soon after its clients left" "$T/body" '"queue":0,"running":0'
+curl -s "$URL/metrics" >"$T/metrics"
+has "metrics: cancelled requests (499)" "$T/metrics" '^hat_requests_total\{path="/v1/chat/completions",code="499"\} ([2-9]|1[0-2])$'
+stop
+
+# --- hot reload of hostile files: refused, the old harness kept, serve unblocked --------
+rm -rf "$T/hr" && cp -R "$H" "$T/hr"
+start --policy teacher --harness "$T/hr" --poll-ms 100
+mkfifo "$T/hr/prompt/99-fifo.md"
+sleep 0.5
+code "a FIFO in the watched harness: still answering" 200 -X POST "$URL/v1/agent" -d '{"message":"hi"}'
+has "FIFO reload refused" "$T/serve.log" 'harness reload refused: .*99-fifo.md: not a regular file|harness reload refused: .*hr does not load'
+rm "$T/hr/prompt/99-fifo.md"
+ln -s /dev/zero "$T/hr/tools/zero.json"
+sleep 0.5
+code "a link to /dev/zero: still answering" 200 -X POST "$URL/v1/agent" -d '{"message":"hi"}'
+curl -s "$URL/health" >"$T/body"
+has "both reloads refused, the old harness kept" "$T/body" '"version":"2026.11.4".*"reload_failures":2'
+rss_kb=$(rss)
+[ "${HAT_SAN:-0}" = 1 ] || { [ "$rss_kb" -lt 102400 ] && pass "serve RSS after a /dev/zero reload: $rss_kb kB" || flunk "serve RSS" "$rss_kb kB"; }
+stop
