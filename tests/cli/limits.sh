@@ -125,7 +125,7 @@ full ckpt export --hf "$T/hfx" "$T/m.ckpt" >"$T/.out" 2>"$T/.err"; rc=$?
 [ -z "$(ls -d "$T"/hfx.tmp* 2>/dev/null)" ] && pass "and no temporary one" || flunk "temporary directory left"
 ok "export --hf" ckpt export --hf "$T/hfx" "$T/m.ckpt"
 cp -R "$T/hfx" "$T/hfx.before"
-full ckpt export --hf "$T/hfx" --dtype bf16 "$T/m.ckpt" >/dev/null 2>&1
+full ckpt export --hf "$T/hfx" "$T/s.ckpt" >/dev/null 2>&1 && flunk "the export of another model under the size limit should fail"
 diff -r "$T/hfx" "$T/hfx.before" >/dev/null && pass "a failed export over a previous one leaves it whole" ||
     flunk "previous export changed by a failed one"
 

@@ -233,7 +233,10 @@ stop
 # drain timeout lets finish.
 LONG='{"messages":[{"role":"user","content":"hi"}],"max_tokens":1024,"temperature":1}'
 flood() {
-    for i in $(seq 1 "$1"); do curl -s -o /dev/null -w '%{http_code}\n' -X POST "$URL/v1/chat/completions" -d "$LONG" >"$T/fl.$i" & done
+    CURLS=""
+    for i in $(seq 1 "$1"); do
+        curl -s -o /dev/null -w '%{http_code}\n' -X POST "$URL/v1/chat/completions" -d "$LONG" >"$T/fl.$i" & CURLS="$CURLS $!"
+    done
     # until every one is queued or running (curl start-up is slow on a loaded machine)
     i=0; while [ $i -lt 100 ] && ! curl -s "$URL/health" | jq -e ".queue + .running >= $1" >/dev/null; do sleep 0.05; i=$((i + 1)); done
 }
@@ -247,7 +250,7 @@ h=$(curl -s -o "$T/body" -w '%{http_code}' "$URL/health")
     flunk "/health while draining" "$h $(head -c 200 "$T/body")"
 wait "$PID"; rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
-wait
+wait $CURLS
 [ "$rc" = 0 ] && [ "$ms" -lt 5000 ] && pass "--drain-timeout 1: exit 0 after $ms ms" || flunk "--drain-timeout" "rc $rc after $ms ms"
 cat "$T"/fl.* | sort | uniq -c | tr '\n' ' ' >"$T/codes"
 has "every queued request answered: 503 past the timeout" "$T/codes" ' 503 '
@@ -260,14 +263,15 @@ t0=$(date +%s%N)
 kill -TERM "$PID"; sleep 0.3; kill -TERM "$PID"
 wait "$PID"; rc=$?
 ms=$((($(date +%s%N) - t0) / 1000000))
-wait
+wait $CURLS
 [ "$rc" = 1 ] && [ "$ms" -lt 3000 ] && pass "a second signal exits at once (exit 1 after $ms ms)" || flunk "second signal" "rc $rc after $ms ms"
 has "second signal logged" "$T/serve.log" 'second signal: exiting without finishing'
 
 # --- a client that goes away: its request is cancelled, not run to the end -------------
 start --ckpt "$T/m.ckpt" --harness "$H" --slots 1 --queue 256 --max-tokens 1024
-for i in $(seq 1 12); do curl -s -o /dev/null --max-time 0.3 -X POST "$URL/v1/chat/completions" -d "$LONG" & done
-wait
+CURLS=""
+for i in $(seq 1 12); do curl -s -o /dev/null --max-time 0.3 -X POST "$URL/v1/chat/completions" -d "$LONG" & CURLS="$CURLS $!"; done
+wait $CURLS     # not a bare wait: serve is a child too
 i=0; while [ $i -lt 50 ] && ! curl -s "$URL/health" | grep -q '"queue":0,"running":0'; do sleep 0.1; i=$((i + 1)); done
 curl -s "$URL/health" >"$T/body"
 has "the server is idle soon after its clients left" "$T/body" '"queue":0,"running":0'
