@@ -167,15 +167,44 @@ static int read_dir(members *s, const char *dir)
     return 0;
 }
 
+/* The size a safetensors file must have, from its first bytes: 8 + the
+ * header's length + the end of its last tensor.  0 while b[0..n) is too
+ * short to tell; (size_t)-1 when it is not a safetensors header at all. */
+static size_t st_expected(const unsigned char *b, size_t n)
+{
+    if (n < 8) return 0;
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | b[i];
+    if (hlen < 2 || hlen > (100u << 20)) return (size_t)-1;
+    if (n < 8 + hlen) return 0;
+    json_t *h = json_loadb((const char *)b + 8, hlen, 0, NULL);
+    double end = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(h, k, v) {
+        const json_t *off = json_object_get(v, "data_offsets");
+        double e = json_number_value(json_array_get(off, 1));
+        if (e > end) end = e;
+    }
+    int ok = json_is_object(h);
+    json_decref(h);
+    return ok && end < 1e18 ? 8 + (size_t)hlen + (size_t)end : (size_t)-1;
+}
+
 /* A member's bytes, read in pieces: the size in a tar header is only a
  * claim, so memory grows with the data actually there, not with the claim,
- * and stops past max (returns -2: over the cap). */
-static int read_member(struct archive *a, la_int64_t claim, size_t max, unsigned char **buf, size_t *len)
+ * and stops past max (returns -2: over the cap).  A safetensors member
+ * must be as long as its own header says: checked as soon as the header
+ * is in, so a member of zeros (a gzip bomb) stops after its first bytes
+ * (-3: not the size its header describes). */
+static int read_member(struct archive *a, la_int64_t claim, size_t max, int safetensors, unsigned char **buf,
+                       size_t *len)
 {
-    size_t cap = claim > 0 && claim < (1 << 24) ? (size_t)claim : 1 << 24, n = 0;
+    size_t cap = claim > 0 && claim < (1 << 24) ? (size_t)claim : 1 << 24, n = 0, want = 0;
     unsigned char *b = xmalloc(cap + 1);
     for (;;) {
         if (n > max) { free(b); return -2; }
+        if (safetensors && !want && (want = st_expected(b, n)) && want != (size_t)claim) { free(b); return -3; }
         if (n == cap) b = xrealloc(b, (cap *= 2) + 1);
         la_ssize_t got = archive_read_data(a, b + n, cap - n);
         if (got < 0) { free(b); return -1; }
@@ -218,9 +247,15 @@ static int read_tar(members *s, const char *path)
         }
         free(s->buf[k]);
         s->buf[k] = NULL;
-        int got = read_member(a, sz, member_cap[k], &s->buf[k], &s->len[k]);
+        int got = read_member(a, sz, member_cap[k], k == M_MODEL || k == M_OPTIM, &s->buf[k], &s->len[k]);
         if (got == -2) {
             cap_error(path, name, (double)member_cap[k] + 1);
+            goto out;
+        }
+        if (got == -3) {
+            hat_errat(path, 0, "%s: the tar header says %lld bytes, the safetensors header inside "
+                      "describes another size (or is not a safetensors header); refused before reading on",
+                      name, (long long)sz);
             goto out;
         }
         if (got < 0 || s->len[k] != (size_t)sz) {

@@ -134,3 +134,11 @@ printf '{"ids":[1,2,3,4,5,6,7,8]}\n{"ids":[3,4,5,6,7,8,9,10]}\n' >"$T/ids.jsonl"
 fails "sft-step that cannot save" 1 sft-step --init "$T/m.ckpt" --data "$T/ids.jsonl" --steps 0 --seq 8 \
     --metrics "$T/met.jsonl" -o "$T/nodir/out.ckpt"
 [ ! -e "$T/met.jsonl" ] && pass "no empty metrics file left" || flunk "empty metrics file left"
+
+# A gzip bomb in the weights: the safetensors header (zeros here) must
+# describe the member's size, checked on its first bytes.
+mkdir "$T/stz"
+cp "$T/m/config.json" "$T/stz/"
+truncate -s 256M "$T/stz/model.safetensors"
+tar -cf - -C "$T/stz" config.json model.safetensors | gzip -1 >"$T/stbomb.ckpt"
+bomb "gzip bomb in model.safetensors" 'model.safetensors: the tar header says 268435456 bytes, the safetensors header inside describes another size' ckpt info "$T/stbomb.ckpt"
