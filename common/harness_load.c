@@ -27,7 +27,7 @@
  * people; anything far beyond these is a mistake or an attack, refused
  * with a message before it is read into memory where that is possible. */
 #define HARNESS_MAX_FILE  (16u << 20)   /* one file or archive member */
-#define HARNESS_MAX_BYTES (64u << 20)   /* the whole harness, decompressed */
+/* HARNESS_MAX_BYTES (harness.h): the whole harness, decompressed */
 #define HARNESS_MAX_FILES 4096          /* files in a directory / archive members */
 #define HARNESS_MAX_ITEMS 1024          /* skills, tools, prompt blocks (each) */
 
@@ -701,7 +701,7 @@ static char *read_capped(const char *path, size_t cap, size_t *len)
     sbuf b;
     sbuf_init(&b);
     char chunk[1 << 16];
-    int n;
+    int n = 0;
     while (b.len < cap && (n = gzread(gz, chunk, sizeof chunk)) > 0) sbuf_add(&b, chunk, (size_t)n);
     int err = 0;
     if (b.len < cap && n < 0) gzerror(gz, &err);
