@@ -70,6 +70,7 @@ typedef struct {
     hfile *f;
     size_t n, cap;
     size_t total;   /* bytes of every file read so far (HARNESS_MAX_BYTES) */
+    int    over;    /* the total went over: nothing more is read nor compiled */
 } hfiles;
 
 static void files_add(hfiles *fs, const char *rel, const char *shown, char *data, size_t len)
@@ -141,15 +142,18 @@ static char *join_path(const char *dir, const char *rel)
 
 static void add_disk_file(hfiles *fs, const char *dir, const char *rel, json_t *problems)
 {
+    if (fs->over) return;
     char *full = join_path(dir, rel);
     size_t len = 0, left = fs->total < HARNESS_MAX_BYTES ? HARNESS_MAX_BYTES - fs->total : 0;
     char *data = slurp(full, left < HARNESS_MAX_FILE ? left : HARNESS_MAX_FILE, &len);
     if (data) {
         files_add(fs, rel, full, data, len);
         fs->total += len;
-    } else if (errno == EFBIG && left < HARNESS_MAX_FILE)
+    } else if (errno == EFBIG && left < HARNESS_MAX_FILE) {
         problem(problems, full, 0, "", "the harness is over %u bytes in all (a harness's limit)",
                 HARNESS_MAX_BYTES);
+        fs->over = 1;
+    }
     else if (errno == EFBIG)
         problem(problems, full, 0, "", "file larger than %u bytes (a harness file's limit)",
                 HARNESS_MAX_FILE);
@@ -731,7 +735,7 @@ json_t *harness_load_problems(const char *path, json_t **origins, json_t *proble
     hfiles fs = { 0 };
     if (!is_stdio_path(path) && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         read_dir(&fs, path, problems);
-        h = compile(&fs, org, problems);
+        if (!fs.over) h = compile(&fs, org, problems);   /* one error, not one per file read */
     } else if (!is_stdio_path(path) && stat(path, &st) != 0) {
         problem(problems, name, 0, "", "cannot open: %s", strerror(errno));
     } else if (!is_stdio_path(path) && !S_ISREG(st.st_mode)) {

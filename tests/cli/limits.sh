@@ -80,8 +80,7 @@ ok "with --max-context it serves" serve --ckpt "$T/huge.ckpt" --world "$T/w.json
 # --- harnesses -------------------------------------------------------------------------
 cp -R "$EX" "$T/big"
 for i in 1 2 3 4 5; do truncate -s 15M "$T/big/prompt/9$i-pad.md"; done
-fails "a directory over 64 MiB in all" 1 harness-lint "$T/big"
-has "the total limit is named" "$T/.err" 'over 67108864 bytes in all \(a harness.s limit\)'
+bomb "a directory over 64 MiB in all" 'over 67108864 bytes in all \(a harness.s limit\)' harness-lint "$T/big"
 fails "harness-pack refuses it too" 1 harness-pack -o "$T/big.json" "$T/big"
 [ ! -e "$T/big.json" ] && pass "harness-pack wrote nothing" || flunk "harness-pack wrote nothing"
 
