@@ -132,6 +132,21 @@ code "no token" 401 -X POST "$URL/v1/agent" -d '{"message":"hi"}'
 code "wrong token" 401 -X POST "$URL/v1/agent" -H 'Authorization: Bearer nope' -d '{"message":"hi"}'
 code "right token" 200 -X POST "$URL/v1/agent" -H 'Authorization: Bearer s3cret' -d '{"message":"hi"}'
 code "health needs no token" 200 "$URL/health"
+# the token before anything else: route, method, declared length, body
+code "no token, unknown path: 401 first" 401 "$URL/v2/x"
+code "no token, wrong method: 401 first" 401 "$URL/v1/agent"
+code "no token, body over the limit: 401 first" 401 -X POST "$URL/v1/agent" -H 'Content-Length: 99999999' -d x
+code "with the token, unknown path: 404" 404 -H 'Authorization: Bearer s3cret' "$URL/v2/x"
+code "max_tokens 10^30: 422" 422 -X POST "$URL/v1/agent" -H 'Authorization: Bearer s3cret' -d '{"message":"x","max_tokens":1000000000000000000000000000000}'
+# two different Content-Length headers (curl cannot send them): 400
+if command -v bash >/dev/null; then
+    PORT=${URL##*:} bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$PORT"
+        printf "POST /v1/agent HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\nContent-Length: 5\r\nContent-Length: 40\r\n\r\nhello" >&3
+        timeout 5 cat <&3' >"$T/dup_cl" 2>/dev/null
+    has "two different Content-Length headers: 400" "$T/dup_cl" 'two different Content-Length headers'
+    has "... with status 400" "$T/dup_cl" '^HTTP/1.1 400'
+else pass "two different Content-Length headers # skip: no bash for /dev/tcp"; fi
+
 HAT_SERVE_TOKEN=s3cret loadgen --url "$URL" -n 5 --quiet -o "$T/tok.json" "$T/cases.jsonl"
 has "loadgen sends the token" "$T/tok.json" '"ok":5'
 stop
@@ -163,7 +178,8 @@ stop
 start --policy teacher --harness "$H" --slots 2 --queue 512
 loadgen --url "$URL" --concurrency 16 -n 600 --quiet -o "$T/drain.json" "$T/cases.jsonl" &
 LG=$!
-sleep 0.15
+# until requests flow (loadgen starts slowly under ASan), then stop
+i=0; while [ $i -lt 100 ] && ! curl -s "$URL/health" | jq -e '.requests >= 20' >/dev/null 2>&1; do sleep 0.05; i=$((i + 1)); done
 kill -TERM "$PID"; wait "$PID"; rc=$?
 wait "$LG"
 [ "$rc" = 0 ] && pass "SIGTERM: exit 0" || flunk "SIGTERM: exit 0" "$rc"
