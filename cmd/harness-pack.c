@@ -6,6 +6,8 @@
 #include "jsonl.h"
 #include "util.h"
 
+#include <string.h>
+
 static const char usage[] =
     "usage: harness-pack [-o FILE] [HARNESS]\n"
     "Compile a harness (directory, .tar, .tar.gz or compiled JSON; default \".\")\n"
@@ -24,6 +26,17 @@ int main(int argc, char **argv)
     json_t *h = harness_load(in);
     if (!h) return EXIT_FAIL;
     harness_canonicalize(h);
+    /* JSON escaping can make the compiled form larger than the files it
+     * came from: never write what harness_load would refuse to read back */
+    char *text = json_compact(h);
+    size_t n = text ? strlen(text) + 1 : 0;
+    free(text);
+    if (n > HARNESS_MAX_BYTES) {
+        hat_errat(in, 0, "the compiled harness would be %zu bytes; a harness may hold at most %u", n,
+                  HARNESS_MAX_BYTES);
+        json_decref(h);
+        return EXIT_FAIL;
+    }
     hat_out *o = out_open(c.output);
     int rc = o && out_json(o, h) == 0 && out_close(o) == 0 ? EXIT_OK : EXIT_FAIL;
     json_decref(h);

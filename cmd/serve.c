@@ -37,6 +37,12 @@ static const char usage[] =
     "  --max-tokens N       ceiling and default of max_tokens per turn (default 1024)\n"
     "  --connections N      open HTTP connections at most (default 64)\n"
     "  --timeout S          idle connection timeout in seconds (default 30)\n"
+    "  --per-ip N           connections one client address may hold (default 64)\n"
+    "  --reserve N          extra connections for /health and /metrics only (default 4)\n"
+    "  --header-timeout S   a request's headers must arrive within S seconds (default 10)\n"
+    "  --request-timeout S  and its whole body within S seconds (default 60)\n"
+    "  --drain-timeout S    on SIGTERM finish requests for S seconds at most, then end\n"
+    "                       them with 503 (default 30); a second signal exits at once\n"
     "  --poll-ms N          harness change polling period (default 1000; 0 = off)\n"
     "  --window N           --stdio: requests in flight (default --slots)\n"
     "  --history FILE       REPL history file\n"
@@ -51,12 +57,22 @@ static const char usage[] =
 
 enum { O_CKPT = 1, O_TOK, O_WORLD, O_HARNESS, O_PORT, O_HOST, O_HTTP, O_STDIO, O_TOKEN, O_SLOTS, O_CTX,
        O_QUEUE, O_BODY, O_MSGS, O_MAXTOK, O_CONNS, O_TIMEOUT, O_POLL, O_WINDOW, O_HIST, O_PORTFILE,
-       O_MTP, O_POLICY, O_DEVICE, O_PRECISION };
+       O_MTP, O_POLICY, O_DEVICE, O_PRECISION, O_PERIP, O_RESERVE, O_HDRTO, O_REQTO, O_DRAINTO };
 
 static volatile int stop_flag;
 static serve *the_server;
 
-static void on_stop(int sig) { stop_flag = 1; }
+/* The first signal starts the drain; a second one ends the process now. */
+static void on_stop(int sig)
+{
+    static const char msg[] = "serve: second signal: exiting without finishing\n";
+    if (stop_flag) {
+        ssize_t w = write(2, msg, sizeof msg - 1);
+        (void)w;
+        _exit(EXIT_FAIL);
+    }
+    stop_flag = 1;
+}
 static void on_hup(int sig) { if (the_server) serve_request_reload(the_server); }
 
 int main(int argc, char **argv)
@@ -74,7 +90,10 @@ int main(int argc, char **argv)
         { "window", required_argument, NULL, O_WINDOW }, { "history", required_argument, NULL, O_HIST },
         { "port-file", required_argument, NULL, O_PORTFILE }, { "mtp", required_argument, NULL, O_MTP },
         { "policy", required_argument, NULL, O_POLICY }, { "device", required_argument, NULL, O_DEVICE },
-        { "precision", required_argument, NULL, O_PRECISION }, { 0 } };
+        { "precision", required_argument, NULL, O_PRECISION }, { "per-ip", required_argument, NULL, O_PERIP },
+        { "reserve", required_argument, NULL, O_RESERVE }, { "header-timeout", required_argument, NULL, O_HDRTO },
+        { "request-timeout", required_argument, NULL, O_REQTO },
+        { "drain-timeout", required_argument, NULL, O_DRAINTO }, { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
     const char *ckpath = NULL, *tpath = NULL, *wpath = NULL, *hpath = NULL, *hist = NULL;
@@ -85,7 +104,7 @@ int main(int argc, char **argv)
     sc.queue_max = 64;
     sc.poll_ms = 1000;
     sc.log = stderr;
-    serve_http_opts ho = { "127.0.0.1", -1, getenv("HAT_SERVE_TOKEN"), 64, 30, NULL };
+    serve_http_opts ho = { "127.0.0.1", -1, getenv("HAT_SERVE_TOKEN"), 64, 30, NULL, 64, 4, 10, 60, 30 };
     int stdio = 0, window = 0, opt;
     cli_init(argc, argv);
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
@@ -123,6 +142,11 @@ int main(int argc, char **argv)
         case O_POLICY: sc.policy = optarg; break;
         case O_DEVICE: sc.dev.device = gen_device_arg(&spec, optarg); break;
         case O_PRECISION: sc.dev.precision = gen_precision_arg(&spec, optarg); break;
+        case O_PERIP: ho.per_ip = (int)cli_long(&spec, "--per-ip", optarg, 1, 1 << 16); break;
+        case O_RESERVE: ho.reserve = (int)cli_long(&spec, "--reserve", optarg, 0, 1024); break;
+        case O_HDRTO: ho.header_timeout_s = (int)cli_long(&spec, "--header-timeout", optarg, 1, 86400); break;
+        case O_REQTO: ho.request_timeout_s = (int)cli_long(&spec, "--request-timeout", optarg, 1, 86400); break;
+        case O_DRAINTO: ho.drain_timeout_s = (double)cli_long(&spec, "--drain-timeout", optarg, 0, 86400); break;
         }
     }
     if (!ckpath && !sc.policy) cli_usage_error(&spec, "--ckpt is required");

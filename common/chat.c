@@ -147,27 +147,30 @@ typedef struct {
     char *err;
 } renderer;
 
-/* Append bytes tagged prompt (0) or assistant-written (1); a span grows
- * while the tag stays the same, so neighbours always differ. */
-static void emit(renderer *r, const char *s, size_t n, int assistant)
+/* Append bytes tagged prompt (0) or assistant-written (1), trusted or not;
+ * a span grows while the tags stay the same, so neighbours always differ. */
+static void emit_as(renderer *r, const char *s, size_t n, int assistant, int untrusted)
 {
     if (!n) return;
     chat_span *last = r->nspans ? &r->spans[r->nspans - 1] : NULL;
-    if (last && last->assistant == assistant) {
+    if (last && last->assistant == assistant && last->untrusted == untrusted) {
         last->len += n;
     } else {
         if (r->nspans == r->cap) {
             r->cap = r->cap ? 2 * r->cap : 16;
             r->spans = xrealloc(r->spans, r->cap * sizeof *r->spans);
         }
-        chat_span sp = { r->b.len, n, assistant };
+        chat_span sp = { r->b.len, n, assistant, untrusted };
         r->spans[r->nspans++] = sp;
     }
     sbuf_add(&r->b, s, n);
 }
 
+static void emit(renderer *r, const char *s, size_t n, int assistant) { emit_as(r, s, n, assistant, 0); }
 static void put(renderer *r, const char *s, int a) { emit(r, s, strlen(s), a); }
 static void putv(renderer *r, strv v, int a) { emit(r, v.s, v.n, a); }
+/* a user's or a tool's content: never control tokens */
+static void put_untrusted(renderer *r, strv v) { emit_as(r, v.s, v.n, 0, 1); }
 
 static int fail(renderer *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static int fail(renderer *r, const char *fmt, ...)
@@ -339,7 +342,8 @@ static int render_message(renderer *r, const json_t *msgs, size_t i, long lqi)
         put(r, "<|im_start|>", 0);
         put(r, role, 0);
         put(r, "\n", 0);
-        putv(r, content, 0);
+        if (!strcmp(role, "user")) put_untrusted(r, content);
+        else putv(r, content, 0);
         put(r, "<|im_end|>\n", 0);
     } else if (!strcmp(role, "assistant")) {
         return render_assistant(r, m, i, n, lqi);
@@ -347,7 +351,7 @@ static int render_message(renderer *r, const json_t *msgs, size_t i, long lqi)
         if (i == 0 || strcmp(role_of(json_array_get(msgs, i - 1)), "tool"))
             put(r, "<|im_start|>user", 0);
         put(r, "\n<tool_response>\n", 0);
-        putv(r, content, 0);
+        put_untrusted(r, content);
         put(r, "\n</tool_response>", 0);
         if (i == n - 1 || strcmp(role_of(json_array_get(msgs, i + 1)), "tool"))
             put(r, "<|im_end|>\n", 0);
@@ -392,6 +396,19 @@ int chat_render(chat_text *out, const json_t *messages, const chat_opts *opt, ch
     out->spans = r.spans;
     out->nspans = r.nspans;
     return 0;
+}
+
+size_t *chat_untrusted_ranges(const chat_text *t, size_t first, size_t last, size_t from, size_t *n)
+{
+    size_t *v = xmalloc((2 * (last - first) + 2) * sizeof *v);
+    *n = 0;
+    for (size_t i = first; i < last; i++)
+        if (t->spans[i].untrusted && t->spans[i].off >= from) {
+            v[2 * *n] = t->spans[i].off - from;
+            v[2 * *n + 1] = t->spans[i].len;
+            (*n)++;
+        }
+    return v;
 }
 
 void chat_text_free(chat_text *t)

@@ -67,12 +67,16 @@ typedef struct {
 /* A run of bytes of the rendered text.  assistant = 1 exactly on what the
  * assistant wrote: for each assistant message, everything after its
  * "<|im_start|>assistant\n" header up to and including its "<|im_end|>"
- * (think block, content, tool calls); not the "\n" after <|im_end|>.  Spans
+ * (think block, content, tool calls); not the "\n" after <|im_end|>.
+ * untrusted = 1 exactly on the content of user and tool messages (what a
+ * viewer typed, a tool's result and the world data in it): the encoder
+ * never turns those bytes into control tokens (tok_encode_ranges).  Spans
  * cover the text once, in order, without empty spans; neighbours differ in
- * `assistant`. */
+ * `assistant` or `untrusted`. */
 typedef struct {
     size_t off, len;
     int assistant;
+    int untrusted;
 } chat_span;
 
 typedef struct {
@@ -91,6 +95,10 @@ typedef struct {
 int  chat_render(chat_text *out, const json_t *messages, const chat_opts *opt,
                  char **err);
 void chat_text_free(chat_text *t);
+
+/* The untrusted ranges of spans [first, last) as (offset, length) pairs,
+ * offsets counted from byte `from` of the text (malloc'd; *n pairs). */
+size_t *chat_untrusted_ranges(const chat_text *t, size_t first, size_t last, size_t from, size_t *n);
 
 /* The prompt for the next assistant turn (add_generation_prompt = true),
  * without spans.  Returns a malloc'd string, or NULL with *err set. */

@@ -33,19 +33,41 @@ int record_render(chat_text *ct, const json_t *rec, const json_t *harness, int g
     return h ? harness_render(ct, h, msgs, &o, err) : chat_render(ct, msgs, &o, err);
 }
 
+int chat_text_encode(const tokenizer *t, const chat_text *ct, size_t from, tok_ids *ids, tok_ids *mask)
+{
+    size_t first = 0;
+    while (first < ct->nspans && ct->spans[first].off + ct->spans[first].len <= from) first++;
+    tok_segment *seg = xcalloc(ct->nspans + 1, sizeof *seg);
+    size_t **ranges = xcalloc(ct->nspans + 1, sizeof *ranges), nseg = 0;
+    for (size_t i = first; i < ct->nspans;) {
+        /* one segment per run of equal mask, as before spans knew trust */
+        size_t k = i, off = ct->spans[i].off > from ? ct->spans[i].off : from;
+        while (k < ct->nspans && ct->spans[k].assistant == ct->spans[i].assistant) k++;
+        size_t end = ct->spans[k - 1].off + ct->spans[k - 1].len;
+        seg[nseg] = (tok_segment){ ct->text + off, end - off, ct->spans[i].assistant, NULL, 0 };
+        ranges[nseg] = chat_untrusted_ranges(ct, i, k, off, &seg[nseg].nplain);
+        seg[nseg].plain = ranges[nseg];
+        nseg++;
+        i = k;
+    }
+    tok_ids scratch = { 0 };
+    int rc = tok_encode_segments(t, seg, nseg, ids, mask ? mask : &scratch);
+    tok_ids_free(&scratch);
+    for (size_t i = 0; i < nseg; i++) free(ranges[i]);
+    free(ranges);
+    free(seg);
+    return rc < 0 ? -1 : 0;
+}
+
 static int encode_chat(const tokenizer *t, const json_t *rec, const json_t *harness,
                        tok_ids *ids, tok_ids *mask, char **err)
 {
     chat_text ct;
     if (record_render(&ct, rec, harness, 0, err)) return -1;
-    tok_segment *seg = xmalloc((ct.nspans ? ct.nspans : 1) * sizeof *seg);
-    for (size_t i = 0; i < ct.nspans; i++)
-        seg[i] = (tok_segment){ ct.text + ct.spans[i].off, ct.spans[i].len, ct.spans[i].assistant };
-    int rc = tok_encode_segments(t, seg, ct.nspans, ids, mask);
+    int rc = chat_text_encode(t, &ct, 0, ids, mask);
     if (rc < 0) *err = xstrdup("conversation is not valid UTF-8");
-    free(seg);
     chat_text_free(&ct);
-    return rc < 0 ? -1 : 0;
+    return rc;
 }
 
 int record_encode(const tokenizer *t, const json_t *rec, const json_t *harness,
@@ -75,7 +97,7 @@ int prompt_encode(const tokenizer *t, const json_t *rec, const json_t *harness, 
     if (json_is_array(msgs)) {
         chat_text ct;
         if (record_render(&ct, rec, harness, 1, err)) return -1;
-        int rc = tok_encode(t, ct.text, ct.len, ids);
+        int rc = chat_text_encode(t, &ct, 0, ids, NULL);
         chat_text_free(&ct);
         if (rc < 0) { *err = xstrdup("conversation is not valid UTF-8"); return -1; }
         return 0;

@@ -25,6 +25,15 @@
 int record_render(chat_text *ct, const json_t *rec, const json_t *harness, int gen_prompt,
                   char **err);
 
+/* A rendered conversation from byte `from` on (0: all of it) → ids, and
+ * the assistant mask when mask is not NULL: every run of spans with the
+ * same mask is one segment (tok_encode_segments), and the user and tool
+ * contents in it (the untrusted spans) are encoded so that they never
+ * yield a control token.  Every encoder of conversations (training,
+ * generate, rollout, serve) goes through here, so they see the same ids.
+ * 0, or -1 when the text is not valid UTF-8. */
+int chat_text_encode(const tokenizer *t, const chat_text *ct, size_t from, tok_ids *ids, tok_ids *mask);
+
 /* Appends to ids and mask (same length).  0, or -1 with *err (malloc'd). */
 int record_encode(const tokenizer *t, const json_t *rec, const json_t *harness,
                   tok_ids *ids, tok_ids *mask, char **err);

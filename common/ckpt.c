@@ -4,6 +4,10 @@
 #include "util.h"
 
 #include <archive.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <libgen.h>
+#include <time.h>
 #include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -92,6 +96,23 @@ static const char *member_names[N_MEMBERS] = {
     "config.json", "model.safetensors", "tokenizer.json", "optimizer.safetensors", "trainer_state.json",
 };
 
+/* The most bytes each member may hold (hat(7), LIMITS), checked before
+ * anything is allocated for it: a tar header's size, a file's size, or a
+ * gzip stream that keeps expanding.  The weights have no fixed cap (models
+ * vary), but their size must match what their safetensors header says. */
+static const size_t member_cap[N_MEMBERS] = {
+    1u << 20, SIZE_MAX, 64u << 20, SIZE_MAX, 64u << 20,
+};
+
+static void cap_error(const char *path, const char *member, double have)
+{
+    size_t cap = 0;
+    for (int i = 0; i < N_MEMBERS; i++)
+        if (!strcmp(member, member_names[i])) cap = member_cap[i];
+    hat_errat(path, 0, "%s: %.0f bytes or more; the limit is %zu bytes (%zu MiB, hat(7) LIMITS)", member,
+              have, cap, cap >> 20);
+}
+
 typedef struct { unsigned char *buf[N_MEMBERS]; size_t len[N_MEMBERS]; } members;
 
 static void members_free(members *s)
@@ -105,26 +126,85 @@ int ckpt_is_dir(const char *path)
     return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+/* A Hugging Face directory's file: regular (a FIFO or /dev/zero is
+ * refused, not read) and within its member's cap. */
+static unsigned char *read_dir_member(const char *dir, int i, size_t *len)
+{
+    char *p = xasprintf("%s/%s", dir, member_names[i]);
+    int fd = open(p, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    struct stat st;
+    unsigned char *b = NULL;
+    if (fd < 0 || fstat(fd, &st)) hat_errat(p, 0, "cannot open: %s", strerror(errno));
+    else if (!S_ISREG(st.st_mode)) hat_errat(p, 0, "not a regular file");
+    else if ((size_t)st.st_size > member_cap[i]) cap_error(dir, member_names[i], (double)st.st_size);
+    else {
+        b = xmalloc((size_t)st.st_size + 1);
+        size_t n = 0;
+        ssize_t got = 1;
+        while (n < (size_t)st.st_size && (got = read(fd, b + n, (size_t)st.st_size - n)) > 0) n += (size_t)got;
+        if (got < 0 || n != (size_t)st.st_size) {
+            hat_errat(p, 0, "cannot read: %s", got < 0 ? strerror(errno) : "the file shrank");
+            free(b);
+            b = NULL;
+        } else {
+            b[n] = 0;
+            *len = n;
+        }
+    }
+    if (fd >= 0) close(fd);
+    free(p);
+    return b;
+}
+
 static int read_dir(members *s, const char *dir)
 {
     for (int i = 0; i < N_MEMBERS; i++) {
         char *p = xasprintf("%s/%s", dir, member_names[i]);
-        if (access(p, F_OK) == 0) {
-            s->buf[i] = (unsigned char *)read_file(p, &s->len[i]);
-            if (!s->buf[i]) { free(p); return -1; }
-        }
+        int there = access(p, F_OK) == 0;
         free(p);
+        if (there && !(s->buf[i] = read_dir_member(dir, i, &s->len[i]))) return -1;
     }
     return 0;
 }
 
-/* A member's bytes, read in pieces: the size in a tar header is only a
- * claim, so memory grows with the data actually there, not with the claim. */
-static int read_member(struct archive *a, la_int64_t claim, unsigned char **buf, size_t *len)
+/* The size a safetensors file must have, from its first bytes: 8 + the
+ * header's length + the end of its last tensor.  0 while b[0..n) is too
+ * short to tell; (size_t)-1 when it is not a safetensors header at all. */
+static size_t st_expected(const unsigned char *b, size_t n)
 {
-    size_t cap = claim > 0 && claim < (1 << 24) ? (size_t)claim : 1 << 24, n = 0;
+    if (n < 8) return 0;
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; i--) hlen = hlen << 8 | b[i];
+    if (hlen < 2 || hlen > (100u << 20)) return (size_t)-1;
+    if (n < 8 + hlen) return 0;
+    json_t *h = json_loadb((const char *)b + 8, hlen, 0, NULL);
+    double end = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(h, k, v) {
+        const json_t *off = json_object_get(v, "data_offsets");
+        double e = json_number_value(json_array_get(off, 1));
+        if (e > end) end = e;
+    }
+    int ok = json_is_object(h);
+    json_decref(h);
+    return ok && end < 1e18 ? 8 + (size_t)hlen + (size_t)end : (size_t)-1;
+}
+
+/* A member's bytes, read in pieces: the size in a tar header is only a
+ * claim, so memory grows with the data actually there, not with the claim,
+ * and stops past max (returns -2: over the cap).  A safetensors member
+ * must be as long as its own header says: checked as soon as the header
+ * is in, so a member of zeros (a gzip bomb) stops after its first bytes
+ * (-3: not the size its header describes). */
+static int read_member(struct archive *a, la_int64_t claim, size_t max, int safetensors, unsigned char **buf,
+                       size_t *len)
+{
+    size_t cap = claim > 0 && claim < (1 << 24) ? (size_t)claim : 1 << 24, n = 0, want = 0;
     unsigned char *b = xmalloc(cap + 1);
     for (;;) {
+        if (n > max) { free(b); return -2; }
+        if (safetensors && !want && (want = st_expected(b, n)) && want != (size_t)claim) { free(b); return -3; }
         if (n == cap) b = xrealloc(b, (cap *= 2) + 1);
         la_ssize_t got = archive_read_data(a, b + n, cap - n);
         if (got < 0) { free(b); return -1; }
@@ -157,9 +237,27 @@ static int read_tar(members *s, const char *path)
             if (!strcmp(name, member_names[i])) k = i;
         if (k < 0 || archive_entry_filetype(e) != AE_IFREG) continue;   /* extra files are ignored */
         la_int64_t sz = archive_entry_size(e);
+        if (archive_entry_sparse_count(e) > 0) {   /* holes read as zeros: a bomb, never a checkpoint */
+            hat_errat(path, 0, "%s: a sparse member (hat writes none; refused unread)", name);
+            goto out;
+        }
+        if (sz < 0 || (double)sz > (double)member_cap[k]) {
+            cap_error(path, name, (double)sz);
+            goto out;
+        }
         free(s->buf[k]);
         s->buf[k] = NULL;
-        int got = read_member(a, sz, &s->buf[k], &s->len[k]);
+        int got = read_member(a, sz, member_cap[k], k == M_MODEL || k == M_OPTIM, &s->buf[k], &s->len[k]);
+        if (got == -2) {
+            cap_error(path, name, (double)member_cap[k] + 1);
+            goto out;
+        }
+        if (got == -3) {
+            hat_errat(path, 0, "%s: the tar header says %lld bytes, the safetensors header inside "
+                      "describes another size (or is not a safetensors header); refused before reading on",
+                      name, (long long)sz);
+            goto out;
+        }
         if (got < 0 || s->len[k] != (size_t)sz) {
             hat_errat(path, 0, "%s: truncated checkpoint (%s)", name,
                       got < 0 ? archive_error_string(a) : "short member");
@@ -393,8 +491,37 @@ err:
     return rc;
 }
 
+/* A save killed between mkstemp and rename leaves PATH.tmpXXXXXX behind
+ * (9-27 MB each for a small model).  The next save of the same path
+ * removes those of our own pattern that nothing has written to for ten
+ * minutes: a save in progress touches its file all along. */
+static void remove_stale_temps(const char *path)
+{
+    char *d = xstrdup(path), *b = xstrdup(path);
+    const char *dir = dirname(d), *base = basename(b);
+    size_t bl = strlen(base);
+    DIR *dh = opendir(dir);
+    struct dirent *e;
+    time_t now = time(NULL);
+    while (dh && (e = readdir(dh))) {
+        const char *n = e->d_name;
+        if (strncmp(n, base, bl) || strncmp(n + bl, ".tmp", 4) || strlen(n + bl + 4) != 6) continue;
+        int ours = 1;
+        for (const char *q = n + bl + 4; *q; q++) ours &= isalnum((unsigned char)*q) != 0;
+        char *full = xasprintf("%s/%s", dir, n);
+        struct stat st;
+        if (ours && lstat(full, &st) == 0 && S_ISREG(st.st_mode) && now - st.st_mtime > 600 && !unlink(full))
+            hat_warn("%s: removed a stale temporary file of an interrupted save", full);
+        free(full);
+    }
+    if (dh) closedir(dh);
+    free(d);
+    free(b);
+}
+
 int ckpt_save(const ckpt *c, const char *path, int dtype)
 {
+    remove_stale_temps(path);
     members s = { 0 };
     serialise(c, &s, dtype);
     char *tmp = xasprintf("%s.tmpXXXXXX", path);
@@ -525,6 +652,46 @@ static char *chat_template(void)
     return t;
 }
 
+/* Every file is written into DIR.tmpXXXXXX first, beside DIR: a full disk
+ * or a crash then leaves DIR as it was (absent, or the previous export),
+ * never a directory holding config.json alone.  Only renames, which need
+ * no space, touch DIR: the whole temporary directory when DIR is new,
+ * else each file into it. */
+static int publish_dir(const char *tmp, const char *dir)
+{
+    if (rename(tmp, dir) == 0) return 0;
+    if (errno != EEXIST && errno != ENOTEMPTY) {
+        hat_errat(dir, 0, "rename: %s", strerror(errno));
+        return -1;
+    }
+    DIR *dh = opendir(tmp);
+    struct dirent *e;
+    int rc = dh ? 0 : -1;
+    while (dh && (e = readdir(dh)) && !rc) {
+        if (e->d_name[0] == '.') continue;
+        char *from = xasprintf("%s/%s", tmp, e->d_name), *to = xasprintf("%s/%s", dir, e->d_name);
+        if (rename(from, to)) { hat_errat(to, 0, "rename: %s", strerror(errno)); rc = -1; }
+        free(from);
+        free(to);
+    }
+    if (dh) closedir(dh);
+    return rc;
+}
+
+static void remove_dir(const char *tmp)
+{
+    DIR *dh = opendir(tmp);
+    struct dirent *e;
+    while (dh && (e = readdir(dh))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+        char *p = xasprintf("%s/%s", tmp, e->d_name);
+        unlink(p);
+        free(p);
+    }
+    if (dh) closedir(dh);
+    rmdir(tmp);
+}
+
 int ckpt_export_hf(const ckpt *c, const char *dir, int dtype)
 {
     hf_tokens k = { .im_end = -1, .pad = -1 };
@@ -537,11 +704,24 @@ int ckpt_export_hf(const ckpt *c, const char *dir, int dtype)
         k.pad = added_id(k.added, "<|endoftext|>");
         if (!(template = chat_template())) { json_decref(tj); return -1; }
     }
+    struct stat st;
+    char *tmp = NULL;
     int rc = 0;
-    if (mkdir(dir, 0755) && errno != EEXIST) {
-        hat_errat(dir, 0, "cannot create directory: %s", strerror(errno));
+    if (stat(dir, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        hat_errat(dir, 0, "exists and is not a directory");
         rc = -1;
+    } else {
+        size_t n = strlen(dir);
+        while (n > 1 && dir[n - 1] == '/') n--;
+        tmp = xasprintf("%.*s.tmpXXXXXX", (int)n, dir);
+        if (!mkdtemp(tmp)) {
+            hat_errat(dir, 0, "cannot create a temporary directory beside it: %s", strerror(errno));
+            rc = -1;
+        } else {
+            chmod(tmp, 0755 & ~umask(umask(0)));
+        }
     }
+    if (rc) { free(tmp); json_decref(tj); free(template); return -1; }
     members s = { 0 };
     ckpt pub = *c;
     pub.opt_m = pub.opt_v = NULL;
@@ -554,17 +734,20 @@ int ckpt_export_hf(const ckpt *c, const char *dir, int dtype)
     if (!rc) put_config(&s, &cfg, dtype);
     for (int i = 0; i < N_MEMBERS && !rc; i++) {
         if (!s.buf[i]) continue;
-        char *p = xasprintf("%s/%s", dir, member_names[i]);
+        char *p = xasprintf("%s/%s", tmp, member_names[i]);
         rc = write_file_atomic(p, s.buf[i], s.len[i]);
         free(p);
     }
-    if (!rc) rc = write_json_file(dir, "generation_config.json", generation_config(&cfg, &k));
+    if (!rc) rc = write_json_file(tmp, "generation_config.json", generation_config(&cfg, &k));
     if (!rc && tj)
-        rc = write_json_file(dir, "tokenizer_config.json",
+        rc = write_json_file(tmp, "tokenizer_config.json",
                              tokenizer_config(&k, template, cfg.max_position_embeddings));
     members_free(&s);
     json_decref(tj);
     free(template);
+    if (!rc) rc = publish_dir(tmp, dir);
+    remove_dir(tmp);          /* empty after a publish; what was written after a failure */
+    free(tmp);
     return rc;
 }
 

@@ -24,6 +24,9 @@
  * stdin).  Returns a new reference, or NULL after printing every problem
  * as "prog: FILE:LINE: message". */
 json_t *harness_load(const char *path);
+/* The most bytes a whole harness may hold (man 5 harness, LIMITS): what
+ * the loader refuses past, and what harness-pack must not write. */
+#define HARNESS_MAX_BYTES (64u << 20)
 /* As harness_load; *origins (if not NULL) receives an object mapping JSON
  * paths ("/skills/3", "/system_prompt/blocks/1", "" for the rest) to the
  * source file each came from. */

@@ -15,6 +15,7 @@
 #include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +27,7 @@
  * people; anything far beyond these is a mistake or an attack, refused
  * with a message before it is read into memory where that is possible. */
 #define HARNESS_MAX_FILE  (16u << 20)   /* one file or archive member */
-#define HARNESS_MAX_BYTES (64u << 20)   /* the whole harness, decompressed */
+/* HARNESS_MAX_BYTES (harness.h): the whole harness, decompressed */
 #define HARNESS_MAX_FILES 4096          /* files in a directory / archive members */
 #define HARNESS_MAX_ITEMS 1024          /* skills, tools, prompt blocks (each) */
 
@@ -68,6 +69,8 @@ typedef struct {
 typedef struct {
     hfile *f;
     size_t n, cap;
+    size_t total;   /* bytes of every file read so far (HARNESS_MAX_BYTES) */
+    int    over;    /* the total went over: nothing more is read nor compiled */
 } hfiles;
 
 static void files_add(hfiles *fs, const char *rel, const char *shown, char *data, size_t len)
@@ -94,24 +97,38 @@ static int by_rel(const void *a, const void *b)
     return strcmp(((const hfile *)a)->rel, ((const hfile *)b)->rel);
 }
 
-static char *slurp(const char *path, size_t *len)
+/* Open path for reading only if it is a regular file: O_NONBLOCK so that
+ * a FIFO does not block the open (a reload would freeze serve), fstat on
+ * the opened file so that a symbolic link to /dev/zero is seen for what
+ * it is.  -1 with errno (EINVAL: not a regular file). */
+static int open_regular(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return -1;
     struct stat st;
-    if (fstat(fileno(f), &st) == 0 && st.st_size > (off_t)HARNESS_MAX_FILE) {
-        fclose(f);
-        errno = EFBIG;
-        return NULL;
+    if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+        close(fd);
+        errno = EINVAL;
+        return -1;
     }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
+/* A regular file of at most cap bytes (EFBIG past it, however the size
+ * was reported: the read itself stops at cap + 1). */
+static char *slurp(const char *path, size_t cap, size_t *len)
+{
+    int fd = open_regular(path);
+    if (fd < 0) return NULL;
     sbuf b;
     sbuf_init(&b);
     char chunk[1 << 14];
-    size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) sbuf_add(&b, chunk, n);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) { sbuf_free(&b); return NULL; }
+    ssize_t n = 0;
+    while (b.len <= cap && (n = read(fd, chunk, sizeof chunk)) > 0) sbuf_add(&b, chunk, (size_t)n);
+    int e = n < 0 ? errno : b.len > cap ? EFBIG : 0;
+    close(fd);
+    if (e) { sbuf_free(&b); errno = e; return NULL; }
     *len = b.len;
     return sbuf_detach(&b);
 }
@@ -125,13 +142,23 @@ static char *join_path(const char *dir, const char *rel)
 
 static void add_disk_file(hfiles *fs, const char *dir, const char *rel, json_t *problems)
 {
+    if (fs->over) return;
     char *full = join_path(dir, rel);
-    size_t len = 0;
-    char *data = slurp(full, &len);
-    if (data) files_add(fs, rel, full, data, len);
+    size_t len = 0, left = fs->total < HARNESS_MAX_BYTES ? HARNESS_MAX_BYTES - fs->total : 0;
+    char *data = slurp(full, left < HARNESS_MAX_FILE ? left : HARNESS_MAX_FILE, &len);
+    if (data) {
+        files_add(fs, rel, full, data, len);
+        fs->total += len;
+    } else if (errno == EFBIG && left < HARNESS_MAX_FILE) {
+        problem(problems, full, 0, "", "the harness is over %u bytes in all (a harness's limit)",
+                HARNESS_MAX_BYTES);
+        fs->over = 1;
+    }
     else if (errno == EFBIG)
         problem(problems, full, 0, "", "file larger than %u bytes (a harness file's limit)",
                 HARNESS_MAX_FILE);
+    else if (errno == EINVAL)
+        problem(problems, full, 0, "", "not a regular file (a device, FIFO or socket is never read)");
     else problem(problems, full, 0, "", "cannot read: %s", strerror(errno));
     free(full);
 }
@@ -197,6 +224,19 @@ static const char *archive_prefix(const hfiles *fs)
     return prefix;
 }
 
+/* An archive member that would land outside the harness if unpacked. */
+static int unsafe_member(const char *m)
+{
+    if (m[0] == '/') return 1;
+    for (const char *p = m; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.') return 1;
+        p += n;
+        while (*p == '/') p++;
+    }
+    return 0;
+}
+
 static int read_archive(hfiles *fs, const char *name, const char *data, size_t len,
                         json_t *problems)
 {
@@ -210,6 +250,7 @@ static int read_archive(hfiles *fs, const char *name, const char *data, size_t l
         return -1;
     }
     hfiles raw = { 0 };
+    json_t *seen = json_object();      /* member names so far */
     struct archive_entry *e;
     int r, rc = 0;
     size_t members = 0, total = 0;
@@ -219,10 +260,23 @@ static int read_archive(hfiles *fs, const char *name, const char *data, size_t l
             rc = -1;
             break;
         }
-        if (archive_entry_filetype(e) != AE_IFREG) continue;
         const char *m = archive_entry_pathname(e);
         if (!m) continue;
         while (m[0] == '.' && m[1] == '/') m += 2;
+        /* Checked on every member, links included: unpacked by tar, a
+         * second "harness.json" (or a link by that name) would win. */
+        if (unsafe_member(m)) {
+            problem(problems, name, 0, "", "%s: member name is absolute or climbs out with \"..\"", m);
+            rc = -1;
+            break;
+        }
+        if (archive_entry_filetype(e) != AE_IFDIR && json_object_get(seen, m)) {
+            problem(problems, name, 0, "", "%s: member appears twice (which one is meant?)", m);
+            rc = -1;
+            break;
+        }
+        json_object_set_new(seen, m, json_true());
+        if (archive_entry_filetype(e) != AE_IFREG) continue;
         if (archive_entry_size(e) > (la_int64_t)HARNESS_MAX_FILE) {
             problem(problems, name, 0, "", "%s: member of %lld bytes; a harness file may hold "
                     "at most %u", m, (long long)archive_entry_size(e), HARNESS_MAX_FILE);
@@ -262,6 +316,7 @@ static int read_archive(hfiles *fs, const char *name, const char *data, size_t l
         rc = -1;
     }
     archive_read_free(a);
+    json_decref(seen);
     const char *prefix = archive_prefix(&raw);
     size_t k = strlen(prefix);
     for (size_t i = 0; i < raw.n; i++) {
@@ -644,12 +699,13 @@ static int looks_like_json(const char *s, size_t n)
  * the way in) could otherwise expand without bound before any check. */
 static char *read_capped(const char *path, size_t cap, size_t *len)
 {
-    gzFile gz = is_stdio_path(path) ? gzdopen(dup(0), "rb") : gzopen(path, "rb");
-    if (!gz) return NULL;
+    int fd = is_stdio_path(path) ? dup(0) : open_regular(path);
+    gzFile gz = fd >= 0 ? gzdopen(fd, "rb") : NULL;
+    if (!gz) { if (fd >= 0) close(fd); return NULL; }
     sbuf b;
     sbuf_init(&b);
     char chunk[1 << 16];
-    int n;
+    int n = 0;
     while (b.len < cap && (n = gzread(gz, chunk, sizeof chunk)) > 0) sbuf_add(&b, chunk, (size_t)n);
     int err = 0;
     if (b.len < cap && n < 0) gzerror(gz, &err);
@@ -679,9 +735,11 @@ json_t *harness_load_problems(const char *path, json_t **origins, json_t *proble
     hfiles fs = { 0 };
     if (!is_stdio_path(path) && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
         read_dir(&fs, path, problems);
-        h = compile(&fs, org, problems);
+        if (!fs.over) h = compile(&fs, org, problems);   /* one error, not one per file read */
     } else if (!is_stdio_path(path) && stat(path, &st) != 0) {
         problem(problems, name, 0, "", "cannot open: %s", strerror(errno));
+    } else if (!is_stdio_path(path) && !S_ISREG(st.st_mode)) {
+        problem(problems, name, 0, "", "not a regular file or directory (a device, FIFO or socket is never read)");
     } else if (!is_stdio_path(path) && st.st_size > (off_t)HARNESS_MAX_BYTES) {
         problem(problems, name, 0, "", "%lld bytes; a harness may hold at most %u",
                 (long long)st.st_size, HARNESS_MAX_BYTES);

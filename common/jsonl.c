@@ -451,6 +451,7 @@ struct hat_out {
     char  *tmp;      /* temporary name while writing */
     int    failed;
     int    log;      /* out_open_log: appended in place, flushed per write */
+    int    created;  /* out_open_log made the file: out_abort removes it if still empty */
     sbuf   line;     /* out_json's buffer, reused */
 };
 
@@ -488,6 +489,8 @@ hat_out *out_open(const char *path)
 hat_out *out_open_log(const char *path)
 {
     if (is_stdio_path(path)) return out_open(path);
+    struct stat st;
+    int created = stat(path, &st) != 0 && errno == ENOENT;
     FILE *f = fopen(path, "a");
     if (!f) {
         hat_errat(path, 0, "cannot open: %s", strerror(errno));
@@ -497,6 +500,7 @@ hat_out *out_open_log(const char *path)
     o->f = f;
     o->path = xstrdup(path);
     o->log = 1;
+    o->created = created;
     return o;
 }
 
@@ -562,7 +566,16 @@ static int log_close(hat_out *o)
 void out_abort(hat_out *o)
 {
     if (!o) return;
-    if (o->log) { log_close(o); return; }
+    if (o->log) {
+        /* a run that failed before its first line leaves no empty log behind */
+        struct stat st;
+        int empty = o->created && o->f && fflush(o->f) == 0 && fstat(fileno(o->f), &st) == 0 && st.st_size == 0;
+        char *path = empty ? xstrdup(o->path) : NULL;
+        log_close(o);
+        if (path) unlink(path);
+        free(path);
+        return;
+    }
     if (o->gz) gzclose(o->gz);
     else if (o->f && o->f != stdout) fclose(o->f);
     if (o->tmp && o->path) unlink(o->tmp);

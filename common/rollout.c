@@ -4,6 +4,7 @@
  * engine) → READY ... → finished (a rollout_result in the done queue). */
 #include "rollout.h"
 #include "chat.h"
+#include "chat_encode.h"
 #include "generate.h"
 #include "harness.h"
 #include "sim.h"
@@ -163,7 +164,7 @@ static int extend_context(rollout *r, conv *c, char **err)
     for (size_t i = 0; i < ct.nspans; i++)
         if (ct.spans[i].assistant) off = ct.spans[i].off + ct.spans[i].len;
     tok_ids add = { 0 };
-    int rc = tok_encode(r->t, ct.text + off, ct.len - off, &add);
+    int rc = chat_text_encode(r->t, &ct, off, &add, NULL);
     if (rc) *err = xstrdup("the rendered conversation is not valid UTF-8");
     for (size_t i = 0; !rc && i < add.n; i++) push_tok(c, add.v[i], 0, 0);
     tok_ids_free(&add);
@@ -288,6 +289,18 @@ static void finish(rollout *r, conv *c, int how, char *error)
     conv_clear(c);
     r->st.conversations++;
     push_done(r, x);
+}
+
+int rollout_cancel(rollout *r, const void *user)
+{
+    for (int i = 0; i < r->max_convs; i++) {
+        conv *c = &r->c[i];
+        if (c->state == C_FREE || c->user != user) continue;
+        if (c->in_engine && r->e) gen_remove(r->e, c->slot);
+        finish(r, c, ROLLOUT_ERROR, xstrdup("cancelled"));
+        return 0;
+    }
+    return -1;
 }
 
 rollout_result *rollout_take(rollout *r)

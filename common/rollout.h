@@ -160,6 +160,10 @@ int      rollout_add(rollout *r, const json_t *task, const json_t *harness, uint
 int      rollout_step(rollout *r);
 int      rollout_running(const rollout *r);   /* in flight */
 int      rollout_pending(const rollout *r);   /* finished, not yet taken */
+/* End the conversation started with this user pointer now (its client
+ * went away): it frees its engine sequence and finishes as ROLLOUT_ERROR
+ * "cancelled".  0, or -1 when no such conversation is in flight. */
+int      rollout_cancel(rollout *r, const void *user);
 /* The next finished conversation (in order of finishing), or NULL. */
 rollout_result *rollout_take(rollout *r);
 void     rollout_result_free(rollout_result *x);

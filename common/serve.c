@@ -4,6 +4,7 @@
  * the engines, so tests and the fuzzer drive it directly. */
 #include "serve.h"
 #include "chat.h"
+#include "chat_encode.h"
 #include "jsonl.h"
 #include "tasks.h"
 
@@ -37,7 +38,9 @@ static int get_int(const json_t *o, const char *key, long min, long max, long *v
     const json_t *x = json_object_get(o, key);
     if (!x || json_is_null(x)) return 0;
     if (json_is_real(x) && json_real_value(x) == floor(json_real_value(x)) &&
-        fabs(json_real_value(x)) < 9e15)
+        fabs(json_real_value(x)) >= 9e15)     /* 1e30: an integer, out of any range */
+        return bad(err, 422, "\"%s\" must be between %ld and %ld", key, min, max);
+    if (json_is_real(x) && json_real_value(x) == floor(json_real_value(x)))
         x = NULL, *v = (long)json_real_value(json_object_get(o, key));
     else if (!json_is_integer(x)) return bad(err, 400, "\"%s\" must be an integer", key);
     else *v = (long)json_integer_value(x);
@@ -343,6 +346,10 @@ int serve_parse(int kind, const char *body, size_t len, const serve_limits *L, s
     if (json_too_deep(body, len, 64)) return bad(err, 400, "the JSON nests deeper than 64 levels");
     json_error_t je;
     json_t *b = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    /* A well-formed number too big for any field ("max_tokens": 1e30 as an
+     * integer) is a value out of range, like any other: 422. */
+    if (!b && json_error_code(&je) == json_error_numeric_overflow)
+        return bad(err, 422, "a number at line %d, column %d is out of range: %s", je.line, je.column, je.text);
     if (!b) return bad(err, 400, "malformed JSON at line %d, column %d: %s", je.line, je.column, je.text);
     int rc = serve_parse_json(kind, b, L, r, err);
     json_decref(b);
@@ -404,6 +411,19 @@ char *serve_forced_prefix(const serve_request *r)
     sbuf_puts(&b, ", \"arguments\": ");
     json_decref(name);
     return sbuf_detach(&b);
+}
+
+int serve_chat_encode(const serve_request *r, const tokenizer *t, tok_ids *ids, char **err)
+{
+    chat_opts o = { r->tool_choice == SERVE_TC_NONE ? NULL : r->tools, 1, r->enable_thinking };
+    chat_text ct;
+    if (chat_render(&ct, r->messages, &o, err)) return 400;
+    char *pre = serve_forced_prefix(r);
+    int bad = chat_text_encode(t, &ct, 0, ids, NULL) || tok_encode(t, pre, strlen(pre), ids);
+    free(pre);
+    chat_text_free(&ct);
+    if (bad) { *err = xstrdup("the messages are not valid UTF-8"); return 400; }
+    return 0;
 }
 
 char *serve_chat_prompt(const serve_request *r, char **err)

@@ -23,7 +23,7 @@
  * mutex.  A job takes a reference when it starts; rollout keeps it until
  * the conversation ends.  A reload (SIGHUP, a change to the files under
  * the harness path seen by polling, or serve_reload) loads and lints the
- * new one in the scheduler thread: on lint errors the old one is kept and
+ * new one in a reload thread of its own (never the scheduler's): on lint errors the old one is kept and
  * a line is logged; otherwise new jobs get the new one while jobs in
  * flight finish on the old (jansson's reference count frees it after). */
 #ifndef HAT_SERVE_H
@@ -107,6 +107,10 @@ char *serve_forced_prefix(const serve_request *r);
 /* The chat prompt: rendered messages + tools + generation prompt, and the
  * forced prefix.  malloc'd, or NULL with *err. */
 char *serve_chat_prompt(const serve_request *r, char **err);
+/* Its ids, appended to *ids: user and tool contents never yield control
+ * tokens (chat_text_encode), the template's structure does.  0, or 400
+ * with *err. */
+int   serve_chat_encode(const serve_request *r, const tokenizer *t, tok_ids *ids, char **err);
 
 /* Streaming: of the generated text so far, which bytes can be sent as
  * content now.  Content starts after a closed <think> block and leading
@@ -181,6 +185,9 @@ serve  *serve_new(const serve_config *c, json_t *h, char **err);
  * scheduler and free everything. */
 void    serve_free(serve *s);
 void    serve_drain(serve *s);           /* stop accepting; wait until idle */
+/* The same, waiting at most seconds (< 0: for ever); then every job still
+ * queued or running is ended with 503.  Returns 1 when it had to. */
+int     serve_drain_for(serve *s, double seconds);
 int     serve_draining(const serve *s);
 metrics *serve_metrics(serve *s);
 const serve_config *serve_get_config(const serve *s);
@@ -193,6 +200,8 @@ serve_job *serve_job_new(serve *s, serve_request *r, int *status, char **err);
 int     serve_submit(serve *s, serve_job *j);
 /* Wait until done; returns j->status. */
 int     serve_wait(serve_job *j);
+/* Wait at most seconds: 1 when done, 0 when not yet. */
+int     serve_wait_for(serve_job *j, double seconds);
 /* The client went away: the scheduler stops generating for it. */
 void    serve_cancel(serve_job *j);
 void    serve_job_unref(serve_job *j);
@@ -226,9 +235,14 @@ typedef struct {
     const char *host;
     int         port;
     const char *token;
-    int         threads_max;        /* concurrent connections */
-    int         timeout_s;          /* idle connection timeout */
+    int         threads_max;        /* ordinary connection slots (0: 64) */
+    int         timeout_s;          /* idle connection timeout (0: 30) */
     const char *port_file;          /* write the bound port here (port 0 = any) */
+    int         per_ip;             /* ordinary slots one client address may hold (0: 64) */
+    int         reserve;            /* extra slots for /health and /metrics only */
+    int         header_timeout_s;   /* a request's headers must be in by then (0: 10) */
+    int         request_timeout_s;  /* its body too (0: 60) */
+    double      drain_timeout_s;    /* SIGTERM: finish jobs for this long (< 0: 30) */
 } serve_http_opts;
 int     serve_http_run(serve *s, const serve_http_opts *o, volatile int *stop);
 

@@ -11,7 +11,26 @@
  * Streaming (stream: true) uses a content-reader callback that waits on
  * the job for newly generated text and writes Server-Sent Events in the
  * shape of OpenAI's chat.completion.chunk; a client that goes away
- * cancels its job. */
+ * cancels its job.  A client waiting for a whole answer is watched too:
+ * when its socket hangs up, its job is cancelled.
+ *
+ * Slow clients (slowloris).  The idle timeout alone lets a client that
+ * sends one header byte every few seconds hold a connection for ever, so
+ * a guard tracks every connection (MHD's connection notifications) and a
+ * watchdog thread shuts down the socket of one that has not sent its
+ * headers within --header-timeout, or its whole request within
+ * --request-timeout.  One address holds at most --per-ip of the
+ * --connections ordinary slots.  When they are taken, a new connection
+ * takes the slot of one that has waited a second or more for its headers
+ * (a slow client, or an idle keep-alive one); when every ordinary slot is
+ * busy with real work, one of the --reserve slots, which answer only
+ * /health and /metrics and must send their headers within a second.  So
+ * a probe gets through whatever the trickling clients do.
+ *
+ * Order of checks, before any body byte is read: two different
+ * Content-Length headers (400: a proxy may have read the other one), the
+ * bearer token (401, so an unauthenticated client learns nothing of the
+ * routes or limits), the route (404/405), the declared length (413). */
 #include "serve.h"
 #include "jsonl.h"
 
@@ -19,16 +38,200 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
+/* ---- the connection guard ------------------------------------------------------------ */
+
+enum { PH_HEADERS, PH_BODY, PH_ANSWER };
+typedef struct track {
+    struct MHD_Connection *c;
+    MHD_socket  fd;
+    char        ip[INET6_ADDRSTRLEN];
+    int         reserve, phase, killed;
+    double      since;              /* start of the current phase */
+    struct track *prev, *next;
+} track;
+
+typedef struct {
+    pthread_mutex_t mu;
+    track          *head;
+    int             n_ordinary, n_reserve;
+    long            killed, refused;
+    int             quit;
+    pthread_t       thr;
+} guard;
+
 typedef struct {
     serve                 *s;
     const serve_http_opts *o;
+    guard                  g;
 } http_ctx;
+
+static int opt_or(int v, int dflt) { return v > 0 ? v : dflt; }
+
+static void client_ip(struct MHD_Connection *c, char *out, size_t n)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    const struct sockaddr *a = ci ? ci->client_addr : NULL;
+    snprintf(out, n, "?");
+    if (a && a->sa_family == AF_INET) inet_ntop(AF_INET, &((const struct sockaddr_in *)a)->sin_addr, out, n);
+    if (a && a->sa_family == AF_INET6) inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)a)->sin6_addr, out, n);
+}
+
+/* Ending a connection from outside its thread: shutting its socket down
+ * makes MHD's next read or write fail, and MHD closes it as it would any
+ * connection the peer dropped.  Its slot is free from now on. */
+static void kill_track(guard *g, track *t)
+{
+    if (t->killed) return;
+    t->killed = 1;
+    g->killed++;
+    if (t->reserve == 1) g->n_reserve--;
+    else if (t->reserve == 0) g->n_ordinary--;
+    t->reserve = -1;
+    shutdown(t->fd, SHUT_RDWR);
+}
+
+/* The connection that has waited longest for its request headers, at
+ * least min_age seconds (a real client sends them at once; a keep-alive
+ * connection between requests waits too, and is as good to close), in
+ * the ordinary slots (from ip when given) or in the reserve. */
+static track *oldest_waiting(guard *g, int reserve, const char *ip, double min_age, double now)
+{
+    track *best = NULL;
+    for (track *u = g->head; u; u = u->next)
+        if (u->reserve == reserve && u->phase == PH_HEADERS && now - u->since >= min_age &&
+            (!ip || !strcmp(u->ip, ip)) && (!best || u->since < best->since))
+            best = u;
+    return best;
+}
+
+static int slots_of(guard *g, const char *ip)
+{
+    int n = 0;
+    for (track *u = g->head; u; u = u->next) n += u->reserve == 0 && !strcmp(u->ip, ip);
+    return n;
+}
+
+/* Fair share: a waiting connection of the address that holds the most
+ * ordinary slots, when that is at least two more than `mine`. */
+static track *greediest_waiting(guard *g, int mine)
+{
+    track *best = NULL;
+    int most = mine + 1;
+    for (track *u = g->head; u; u = u->next) {
+        if (u->reserve != 0 || u->phase != PH_HEADERS) continue;
+        int n = slots_of(g, u->ip);
+        if (n > most || (n == most && best && u->since < best->since && n > mine + 1)) { best = u; most = n; }
+    }
+    return best;
+}
+
+/* A new connection: an ordinary slot if one is free and its address holds
+ * fewer than --per-ip.  Else the slot of a connection waiting for its
+ * headers: from its own address (past --per-ip), from an address holding
+ * two or more slots more than it (fair share, so many addresses trickling
+ * cannot keep a new one out), or any that has waited a second or more.
+ * Else a reserve slot, evicting the reserve's oldest waiter if need be;
+ * else refused. */
+static void admit_track(http_ctx *H, track *t)
+{
+    guard *g = &H->g;
+    /* A client that closed its connection between requests still holds
+     * a slot until MHD's thread notices: release those first. */
+    if (g->n_ordinary >= opt_or(H->o->threads_max, 64) || slots_of(g, t->ip) >= opt_or(H->o->per_ip, 64))
+        for (track *u = g->head; u; u = u->next) {
+            struct pollfd p = { u->fd, POLLRDHUP, 0 };
+            if (u->reserve >= 0 && u->phase == PH_HEADERS && poll(&p, 1, 0) > 0 &&
+                (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+                kill_track(g, u);
+        }
+    int same_ip = slots_of(g, t->ip);
+    int ip_full = same_ip >= opt_or(H->o->per_ip, 64);
+    int full = g->n_ordinary >= opt_or(H->o->threads_max, 64);
+    track *v = NULL;
+    if (ip_full) v = oldest_waiting(g, 0, t->ip, 1.0, t->since);
+    else if (full && !(v = greediest_waiting(g, same_ip))) v = oldest_waiting(g, 0, NULL, 1.0, t->since);
+    if (v) kill_track(g, v);
+    if (!ip_full && !full) { g->n_ordinary++; return; }
+    if (v) { g->n_ordinary++; return; }
+    if (H->o->reserve > 0 && g->n_reserve >= H->o->reserve && (v = oldest_waiting(g, 1, NULL, 0, t->since)))
+        kill_track(g, v);
+    if (g->n_reserve < H->o->reserve) { t->reserve = 1; g->n_reserve++; return; }
+    t->reserve = -1;
+    t->killed = 1;
+    g->refused++;
+    shutdown(t->fd, SHUT_RDWR);
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+                          enum MHD_ConnectionNotificationCode toe)
+{
+    http_ctx *H = cls;
+    guard *g = &H->g;
+    pthread_mutex_lock(&g->mu);
+    if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+        track *t = xcalloc(1, sizeof *t);
+        const union MHD_ConnectionInfo *fi = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+        t->c = c;
+        t->fd = fi ? fi->connect_fd : MHD_INVALID_SOCKET;
+        t->since = hat_now();
+        client_ip(c, t->ip, sizeof t->ip);
+        admit_track(H, t);
+        t->next = g->head;
+        if (g->head) g->head->prev = t;
+        g->head = t;
+        *socket_context = t;
+    } else if (*socket_context) {
+        track *t = *socket_context;
+        if (t->prev) t->prev->next = t->next; else g->head = t->next;
+        if (t->next) t->next->prev = t->prev;
+        if (t->reserve == 1) g->n_reserve--;
+        else if (t->reserve == 0) g->n_ordinary--;
+        free(t);
+        *socket_context = NULL;
+    }
+    pthread_mutex_unlock(&g->mu);
+}
+
+static track *track_of(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+    return ci ? ci->socket_context : NULL;
+}
+
+static void set_phase(http_ctx *H, struct MHD_Connection *c, int phase)
+{
+    pthread_mutex_lock(&H->g.mu);
+    track *t = track_of(c);
+    if (t) { t->phase = phase; t->since = hat_now(); }
+    pthread_mutex_unlock(&H->g.mu);
+}
+
+static void *watchdog(void *arg)
+{
+    http_ctx *H = arg;
+    guard *g = &H->g;
+    double hdr = opt_or(H->o->header_timeout_s, 10), req = opt_or(H->o->request_timeout_s, 60);
+    pthread_mutex_lock(&g->mu);
+    while (!g->quit) {
+        double t = hat_now();
+        for (track *u = g->head; u; u = u->next) {
+            double limit = u->phase == PH_HEADERS ? (u->reserve ? 1.0 : hdr) : u->phase == PH_BODY ? req : -1;
+            if (limit > 0 && t - u->since > limit) kill_track(g, u);
+        }
+        pthread_mutex_unlock(&g->mu);
+        usleep(100 * 1000);
+        pthread_mutex_lock(&g->mu);
+    }
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+}
 
 typedef struct {
     int    kind, too_big, answered;
@@ -200,6 +403,26 @@ static enum MHD_Result start_stream(http_ctx *H, struct MHD_Connection *c, conn_
 
 /* ---- requests ----------------------------------------------------------------------- */
 
+/* 1 when the client's socket has hung up (it closed or reset the
+ * connection); a pipelined next request only makes it readable. */
+static int client_gone(struct MHD_Connection *c)
+{
+    const union MHD_ConnectionInfo *fi = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+    if (!fi) return 0;
+    struct pollfd p = { fi->connect_fd, POLLRDHUP, 0 };
+    return poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+/* serve_wait, looking at the client every 100 ms: a job whose client has
+ * gone is cancelled, and its engine sequence freed at the next step. */
+static int wait_watching(struct MHD_Connection *c, serve_job *j)
+{
+    int cancelled = 0;
+    while (!serve_wait_for(j, 0.1))
+        if (!cancelled && client_gone(c)) { serve_cancel(j); cancelled = 1; }
+    return serve_wait(j);
+}
+
 static enum MHD_Result answer(http_ctx *H, struct MHD_Connection *c, conn_state *cs)
 {
     serve *s = H->s;
@@ -234,11 +457,53 @@ static enum MHD_Result answer(http_ctx *H, struct MHD_Connection *c, conn_state 
         return rc;
     }
     if (j->req.stream) return start_stream(H, c, cs, j);
-    status = serve_wait(j);
+    status = wait_watching(c, j);
     enum MHD_Result rc = send_json(H, c, status, j->result);
     serve_observe(s, cs->kind, status, hat_now() - cs->t0);
     serve_job_unref(j);
     return rc;
+}
+
+/* Collects the values of every Content-Length header. */
+static enum MHD_Result count_length(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+    const char **first = cls;
+    if (strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) return MHD_YES;
+    if (!first[0]) first[0] = value ? value : "";
+    else if (strcmp(first[0], value ? value : "")) first[1] = value ? value : "";
+    return MHD_YES;
+}
+
+/* The headers are in, no body byte is read yet: everything that can be
+ * refused on the headers alone is refused here, in the order given at the
+ * top of this file. */
+static enum MHD_Result first_call(http_ctx *H, struct MHD_Connection *c, conn_state *cs, size_t max)
+{
+    track *t;
+    pthread_mutex_lock(&H->g.mu);
+    int reserve = (t = track_of(c)) && t->reserve == 1;
+    if (t) { t->phase = PH_BODY; t->since = hat_now(); }
+    pthread_mutex_unlock(&H->g.mu);
+    const char *lens[2] = { NULL, NULL };
+    MHD_get_connection_values(c, MHD_HEADER_KIND, count_length, lens);
+    if (lens[1])
+        return send_error(H, c, cs, 400, "two different Content-Length headers");
+    if (reserve && cs->kind != SERVE_HEALTH && cs->kind != SERVE_METRICS)
+        return send_error(H, c, cs, 503, "every connection slot is taken; retry later "
+                                         "(this one is reserved for /health and /metrics)");
+    if (cs->kind != SERVE_HEALTH &&
+        !serve_auth_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), H->o->token))
+        return send_error(H, c, cs, 401, "a valid bearer token is required (Authorization: Bearer TOKEN)");
+    if (cs->kind < 0)
+        return send_error(H, c, cs, -cs->kind, cs->kind == -404 ? "no such endpoint" : "method not allowed");
+    const char *cl = lens[0];
+    if (cl && strtoull(cl, NULL, 10) > max) {
+        char *m = xasprintf("the body is %s bytes; the limit is %zu", cl, max);
+        enum MHD_Result rc = send_error(H, c, cs, 413, m);
+        free(m);
+        return rc;
+    }
+    return MHD_YES;
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url, const char *method,
@@ -253,14 +518,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         cs->t0 = hat_now();
         cs->kind = serve_route(method, url);
         *con_cls = cs;
-        const char *cl = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-        if (cl && strtoull(cl, NULL, 10) > max) {
-            char *m = xasprintf("the body is %s bytes; the limit is %zu", cl, max);
-            enum MHD_Result rc = send_error(H, c, cs, 413, m);
-            free(m);
-            return rc;
-        }
-        return MHD_YES;
+        return first_call(H, c, cs, max);
     }
     if (cs->answered) { *upload_size = 0; return MHD_YES; }
     if (*upload_size) {
@@ -285,20 +543,15 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         free(m);
         return rc;
     }
-    if (cs->kind < 0) {
-        cs->answered = 1;
-        return send_error(H, c, cs, -cs->kind, cs->kind == -404 ? "no such endpoint" : "method not allowed");
-    }
-    if (cs->kind != SERVE_HEALTH &&
-        !serve_auth_ok(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_AUTHORIZATION), H->o->token))
-        return send_error(H, c, cs, 401, "a valid bearer token is required (Authorization: Bearer TOKEN)");
     cs->answered = 1;
+    set_phase(H, c, PH_ANSWER);
     return answer(H, c, cs);
 }
 
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum MHD_RequestTerminationCode t)
 {
     conn_state *cs = *con_cls;
+    set_phase(cls, c, PH_HEADERS);     /* keep-alive: the next request's headers are due */
     if (!cs) return;
     sbuf_free(&cs->body);
     free(cs);
@@ -307,7 +560,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls, enum 
 
 int serve_http_run(serve *s, const serve_http_opts *o, volatile int *stop)
 {
-    http_ctx H = { s, o };
+    http_ctx H = { s, o, { .head = NULL } };
     struct sockaddr_storage ss;
     memset(&ss, 0, sizeof ss);
     unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ITC;
@@ -324,12 +577,22 @@ int serve_http_run(serve *s, const serve_http_opts *o, volatile int *stop)
         a->sin_port = htons((uint16_t)o->port);
         if (inet_pton(AF_INET, host, &a->sin_addr) != 1) { hat_warn("--host %s: not an IP address", host); return -1; }
     }
+    pthread_mutex_init(&H.g.mu, NULL);
+    /* MHD's own cap sits above ours: a connection refused or closed by
+     * the guard still holds one of MHD's until its thread has ended. */
+    unsigned cap = (unsigned)(2 * opt_or(o->threads_max, 64) + (o->reserve > 0 ? o->reserve : 0));
     struct MHD_Daemon *d = MHD_start_daemon(flags, (uint16_t)o->port, NULL, NULL, handler, &H,
         MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)(o->timeout_s > 0 ? o->timeout_s : 30),
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)(o->threads_max > 0 ? o->threads_max : 64),
-        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
-    if (!d) { hat_warn("cannot listen on %s:%d: %s", host, o->port, strerror(errno)); return -1; }
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)opt_or(o->timeout_s, 30),
+        MHD_OPTION_CONNECTION_LIMIT, cap,
+        MHD_OPTION_NOTIFY_CONNECTION, on_connection, &H,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, &H, MHD_OPTION_END);
+    if (!d) {
+        hat_warn("cannot listen on %s:%d: %s", host, o->port, strerror(errno));
+        pthread_mutex_destroy(&H.g.mu);
+        return -1;
+    }
+    pthread_create(&H.g.thr, NULL, watchdog, &H);
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
     int port = di ? di->port : o->port;
     if (o->port_file) {
@@ -339,16 +602,25 @@ int serve_http_run(serve *s, const serve_http_opts *o, volatile int *stop)
     }
     hat_warn("listening on http://%s%s%s:%d", strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "", port);
     while (!*stop) usleep(50 * 1000);
-    /* Graceful: no new connections, every job finishes and is answered. */
-    hat_warn("shutting down: finishing requests in flight");
-    MHD_socket ls = MHD_quiesce_daemon(d);
-    serve_drain(s);
-    for (int i = 0; i < 100; i++) {      /* let handlers write their answers (5 s at most) */
-        const union MHD_DaemonInfo *ci = MHD_get_daemon_info(d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-        if (!ci || ci->num_connections == 0) break;
+    /* Graceful: the daemon keeps accepting, so /health answers 503 and new
+     * requests 503 while every job in flight finishes and is answered,
+     * for --drain-timeout seconds at most (then they end with 503). */
+    double dt = o->drain_timeout_s >= 0 ? o->drain_timeout_s : 30;
+    hat_warn("shutting down: finishing requests in flight (at most %g s; a second signal exits now)", dt);
+    if (serve_drain_for(s, dt)) hat_warn("drain timeout: requests still running were ended with 503");
+    for (int i = 0; i < 40; i++) {      /* let handlers write their answers (2 s at most) */
+        pthread_mutex_lock(&H.g.mu);
+        int busy = 0;
+        for (track *u = H.g.head; u; u = u->next) busy += u->phase == PH_ANSWER;
+        pthread_mutex_unlock(&H.g.mu);
+        if (!busy) break;
         usleep(50 * 1000);
     }
     MHD_stop_daemon(d);
-    if (ls != MHD_INVALID_SOCKET) close(ls);
+    pthread_mutex_lock(&H.g.mu);
+    H.g.quit = 1;
+    pthread_mutex_unlock(&H.g.mu);
+    pthread_join(H.g.thr, NULL);
+    pthread_mutex_destroy(&H.g.mu);
     return 0;
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 struct serve {
     serve_config     c;
@@ -28,7 +29,8 @@ struct serve {
     pthread_cond_t   wake, idle;
     serve_job       *qhead, *qtail;
     int              nqueue, nchat, nagent, draining, stopping;
-    pthread_t        thr;
+    int              aborting;           /* the drain timed out: end every job now */
+    pthread_t        thr, reloader;      /* the scheduler; harness reloads */
     pthread_mutex_t  hmu;                /* the current harness */
     json_t          *h;
     volatile sig_atomic_t reload_req;
@@ -36,6 +38,7 @@ struct serve {
     double           next_poll;
     gen_engine      *e;
     serve_job      **chat;               /* (slots) job per engine slot */
+    serve_job      **agent;              /* (slots) agent jobs in flight, NULL = free */
     rollout         *r;
     teacher         *teach;
     sim             *tsim;
@@ -163,12 +166,8 @@ serve_job *serve_job_new(serve *s, serve_request *r, int *status, char **err)
             *err = xstrdup("no model is loaded: this server answers /v1/agent only");
             return NULL;
         }
-        char *p = serve_chat_prompt(r, err);
-        if (!p) { *status = 400; return NULL; }
         tok_ids ids = { 0 };
-        int bad = tok_encode(s->c.t, p, strlen(p), &ids);
-        free(p);
-        if (bad) { *status = 400; *err = xstrdup("the messages are not valid UTF-8"); return NULL; }
+        if ((*status = serve_chat_encode(r, s->c.t, &ids, err))) { tok_ids_free(&ids); return NULL; }
         if ((int)ids.n >= s->c.max_context) {
             *status = 400;
             *err = xasprintf("the prompt is %zu tokens; the context holds %d", ids.n, s->c.max_context);
@@ -218,6 +217,20 @@ int serve_wait(serve_job *j)
     int st = j->status;
     pthread_mutex_unlock(&j->mu);
     return st;
+}
+
+int serve_wait_for(serve_job *j, double seconds)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    long ns = ts.tv_nsec + (long)(seconds * 1e9);
+    ts.tv_sec += ns / 1000000000L;
+    ts.tv_nsec = ns % 1000000000L;
+    pthread_mutex_lock(&j->mu);
+    while (j->state != JOB_DONE && pthread_cond_timedwait(&j->cv, &j->mu, &ts) != ETIMEDOUT) {}
+    int done = j->state == JOB_DONE;
+    pthread_mutex_unlock(&j->mu);
+    return done;
 }
 
 void serve_cancel(serve_job *j)
@@ -412,6 +425,9 @@ static void maybe_reload(serve *s)
     free(err);
 }
 
+#define GONE_MSG  "the client closed the connection"
+#define DRAIN_MSG "the server shut down before this request finished (--drain-timeout)"
+
 /* ---- the engines -------------------------------------------------------------------- */
 
 static void admit_chat(serve *s, serve_job *j)
@@ -447,7 +463,11 @@ static void admit_agent(serve *s, serve_job *j)
     if (rollout_add(s->r, j->req.task, h, j->req.seed, (uint64_t)j->slot, &p, j, &err)) {
         job_fail(s, j, err ? 400 : 500, err ? err : "no free conversation");
         free(err);
-    } else s->nagent++;
+    } else {
+        s->nagent++;
+        for (int i = 0; i < s->c.slots; i++)
+            if (!s->agent[i]) { s->agent[i] = j; break; }
+    }
     json_decref(h);
 }
 
@@ -464,6 +484,7 @@ static int admit(serve *s)
         cancelled = j->cancelled;
         pthread_mutex_unlock(&j->mu);
         int room = chat ? s->nchat < s->c.slots : s->nagent < s->c.slots;
+        if (s->aborting) cancelled = 2;
         if (!room && !cancelled) { prev = j; pp = &j->next; continue; }
         *pp = j->next;
         if (s->qtail == j) s->qtail = prev;
@@ -473,7 +494,7 @@ static int admit(serve *s)
         pthread_mutex_lock(&j->mu);
         j->state = JOB_RUNNING;
         pthread_mutex_unlock(&j->mu);
-        if (cancelled) job_fail(s, j, 499, "the client closed the connection");
+        if (cancelled) job_fail(s, j, cancelled == 2 ? 503 : 499, cancelled == 2 ? DRAIN_MSG : GONE_MSG);
         else if (chat) admit_chat(s, j);
         else admit_agent(s, j);
         n++;
@@ -482,7 +503,11 @@ static int admit(serve *s)
     return n;
 }
 
-/* The generated text of a chat job so far: forced prefix + decoded ids. */
+/* The generated text of a chat job so far: forced prefix + decoded ids.
+ * The decoded bytes may hold NUL (a byte-level token for 0x00 is as easy
+ * to sample as any other), so they are copied by length, never as a C
+ * string; *len is the true length and the buffer is NUL-terminated past
+ * it.  JSON carries such a byte as \u0000 (json_stringn). */
 static char *job_text(serve *s, serve_job *j, int drop_last, size_t *len)
 {
     int n;
@@ -490,10 +515,13 @@ static char *job_text(serve *s, serve_job *j, int drop_last, size_t *len)
     if (drop_last && n > 0) n--;
     size_t m = 0;
     char *d = tok_decode(s->c.t, ids, (size_t)n, 0, &m);
-    char *t = xasprintf("%s%.*s", j->prefix, (int)m, d ? d : "");
-    *len = strlen(j->prefix) + m;
+    sbuf b;
+    sbuf_init(&b);
+    sbuf_puts(&b, j->prefix);
+    if (d) sbuf_add(&b, d, m);
     free(d);
-    return t;
+    *len = b.len;
+    return sbuf_detach(&b);
 }
 
 static void finish_chat(serve *s, serve_job *j, char *text, size_t len, int length_hit)
@@ -545,13 +573,13 @@ static void step_chat(serve *s)
             metrics_observe(s->mx, "hat_time_to_first_token_seconds", "", t - j->t_submit);
         }
         j->n_gen = n;
-        int cancelled = j->cancelled;
+        int cancelled = j->cancelled || s->aborting;
         pthread_mutex_unlock(&j->mu);
         if (cancelled) {
             gen_remove(s->e, i);
             s->chat[i] = NULL;
             s->nchat--;
-            job_fail(s, j, 499, "the client closed the connection");
+            job_fail(s, j, s->aborting ? 503 : 499, s->aborting ? DRAIN_MSG : GONE_MSG);
             continue;
         }
         int need_text = j->req.stream || j->req.stop || st != GEN_RUNNING;
@@ -595,8 +623,23 @@ static json_t *agent_response(serve_job *j, const rollout_result *x, double t)
                      "tokens_per_s", run > 0 ? x->gen_tokens / run : 0.0);
 }
 
+/* Agent jobs whose client went away (or all of them, when the drain timed
+ * out) end now instead of playing their conversation to the end. */
+static void cancel_agents(serve *s)
+{
+    for (int i = 0; i < s->c.slots; i++) {
+        serve_job *j = s->agent[i];
+        if (!j) continue;
+        pthread_mutex_lock(&j->mu);
+        int cancelled = j->cancelled;
+        pthread_mutex_unlock(&j->mu);
+        if (cancelled || s->aborting) rollout_cancel(s->r, j);
+    }
+}
+
 static void step_agent(serve *s)
 {
+    cancel_agents(s);
     rollout_stats before = rollout_get_stats(s->r);
     gen_stats g0 = rollout_gen_stats(s->r);
     rollout_step(s->r);
@@ -609,10 +652,36 @@ static void step_agent(serve *s)
     for (rollout_result *x; (x = rollout_take(s->r)); rollout_result_free(x)) {
         serve_job *j = x->user;
         s->nagent--;
+        for (int i = 0; i < s->c.slots; i++)
+            if (s->agent[i] == j) s->agent[i] = NULL;
         j->n_gen = x->gen_tokens;
-        if (x->finish == ROLLOUT_ERROR) job_fail(s, j, 500, x->error ? x->error : "the conversation failed");
+        pthread_mutex_lock(&j->mu);
+        int cancelled = j->cancelled;
+        pthread_mutex_unlock(&j->mu);
+        if (x->finish == ROLLOUT_ERROR && s->aborting) job_fail(s, j, 503, DRAIN_MSG);
+        else if (x->finish == ROLLOUT_ERROR && cancelled) job_fail(s, j, 499, GONE_MSG);
+        else if (x->finish == ROLLOUT_ERROR) job_fail(s, j, 500, x->error ? x->error : "the conversation failed");
         else job_finish(s, j, 200, agent_response(j, x, t));
     }
+}
+
+/* Harness reloads run on their own thread: reading and linting a harness
+ * takes as long as its files take to read, and the scheduler must keep
+ * stepping (and answering) meanwhile.  The reads are capped and refuse
+ * anything but regular files (harness_load), so this thread cannot block
+ * for ever either. */
+static void *reload_loop(void *arg)
+{
+    serve *s = arg;
+    pthread_mutex_lock(&s->mu);
+    while (!s->stopping) {
+        pthread_mutex_unlock(&s->mu);
+        maybe_reload(s);
+        usleep(50 * 1000);
+        pthread_mutex_lock(&s->mu);
+    }
+    pthread_mutex_unlock(&s->mu);
+    return NULL;
 }
 
 static void *scheduler(void *arg)
@@ -621,9 +690,6 @@ static void *scheduler(void *arg)
     device_bind_thread();     /* the engines' GPU (HAT_CUDA_DEVICE), not GPU 0 */
     pthread_mutex_lock(&s->mu);
     for (;;) {
-        pthread_mutex_unlock(&s->mu);
-        maybe_reload(s);
-        pthread_mutex_lock(&s->mu);
         admit(s);
         int busy = s->nchat + s->nagent;
         metrics_set(s->mx, "hat_running", "engine=\"chat\"", s->nchat);
@@ -664,6 +730,19 @@ serve *serve_new(const serve_config *c, json_t *h, char **err)
     if (s->c.m && (s->c.max_context <= 0 || s->c.max_context > s->c.m->cfg.max_position_embeddings))
         s->c.max_context = s->c.m->cfg.max_position_embeddings;
     if (s->c.max_context <= 0) s->c.max_context = 4096;
+    /* A config may claim a context (max_position_embeddings 2^30) whose KV
+     * cache no machine holds: say so, and what to set, before allocating. */
+    double phys = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (s->c.m && ((double)s->c.slots * s->c.max_context * s->c.m->cfg.n_layers * s->c.m->cfg.n_kv_heads *
+                   s->c.m->cfg.head_dim * 2 * sizeof(float) * 2 > (phys > 0 ? phys : 1e18))) {
+        *err = xasprintf("the KV cache would take %.1f GiB per engine (%d sequences x %d tokens, the "
+                         "model's max_position_embeddings), more than this machine's %.1f GiB of memory; "
+                         "set --max-context (and --slots) lower", (double)s->c.slots * s->c.max_context *
+                         s->c.m->cfg.n_layers * s->c.m->cfg.n_kv_heads * s->c.m->cfg.head_dim * 2 *
+                         sizeof(float) / 1073741824.0, s->c.slots, s->c.max_context, phys / 1073741824.0);
+        free(s);
+        return NULL;
+    }
     s->im_end = s->c.t ? tok_token_id(s->c.t, "<|im_end|>") : -1;
     s->eos = s->c.m && s->c.m->cfg.eos_token_id != s->im_end ? s->c.m->cfg.eos_token_id : -1;
     s->c.dev.mtp = s->c.mtp > 0;
@@ -694,6 +773,7 @@ serve *serve_new(const serve_config *c, json_t *h, char **err)
      * decode on the same device; each still reports its own. */
     s->device = rollout_device(s->r);
     s->precision = !strcmp(s->device, "cuda") ? model_cuda_precision_name(s->c.dev.precision) : "fp32";
+    s->agent = xcalloc(s->c.slots, sizeof *s->agent);
     s->mx = metrics_new();
     define_metrics(s->mx);
     for (int i = 0; i < (s->e ? 2 : 1); i++) {
@@ -715,16 +795,37 @@ serve *serve_new(const serve_config *c, json_t *h, char **err)
     pthread_cond_init(&s->wake, NULL);
     pthread_cond_init(&s->idle, NULL);
     pthread_create(&s->thr, NULL, scheduler, s);
+    pthread_create(&s->reloader, NULL, reload_loop, s);
     return s;
 }
 
-void serve_drain(serve *s)
+void serve_drain(serve *s) { serve_drain_for(s, -1); }
+
+int serve_drain_for(serve *s, double seconds)
 {
     pthread_mutex_lock(&s->mu);
     s->draining = 1;
     pthread_cond_signal(&s->wake);
-    while (s->qhead || s->nchat || s->nagent) pthread_cond_wait(&s->idle, &s->mu);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    if (seconds >= 0) {
+        until.tv_sec += (time_t)seconds;
+        until.tv_nsec += (long)((seconds - (double)(time_t)seconds) * 1e9);
+        if (until.tv_nsec >= 1000000000L) { until.tv_sec++; until.tv_nsec -= 1000000000L; }
+    }
+    int aborted = 0;
+    while (s->qhead || s->nchat || s->nagent) {
+        if (seconds < 0 || aborted) { pthread_cond_wait(&s->idle, &s->mu); continue; }
+        if (pthread_cond_timedwait(&s->idle, &s->mu, &until) == ETIMEDOUT &&
+            (s->qhead || s->nchat || s->nagent)) {
+            /* Time is up: the scheduler ends every job at its next turn
+             * (503), so the wait below is one engine step long. */
+            s->aborting = aborted = 1;
+            pthread_cond_signal(&s->wake);
+        }
+    }
     pthread_mutex_unlock(&s->mu);
+    return aborted;
 }
 
 void serve_free(serve *s)
@@ -736,9 +837,11 @@ void serve_free(serve *s)
     pthread_cond_signal(&s->wake);
     pthread_mutex_unlock(&s->mu);
     pthread_join(s->thr, NULL);
+    pthread_join(s->reloader, NULL);
     rollout_free(s->r);
     gen_free(s->e);
     free(s->chat);
+    free(s->agent);
     sim_free(s->tsim);
     teacher_free(s->teach);
     metrics_free(s->mx);

@@ -71,6 +71,12 @@ typedef void (*tok_piece_fn)(void *ctx, const char *s, size_t n, int id);
  * caller's (pcre2_match_data_create(1, NULL)), one per thread. */
 void tok_pipe_run(const tok_pipe *p, const char *text, size_t len,
                   pcre2_match_data *md, tok_piece_fn fn, void *ctx);
+/* The same, but no added token is matched where it would overlap one of
+ * the plain ranges (nplain pairs of offset, length into text): there its
+ * characters are plain text (untrusted input).  Everything else, the
+ * pre-tokenizer's pieces included, is as tok_pipe_run makes it. */
+void tok_pipe_run_ranges(const tok_pipe *p, const char *text, size_t len, const size_t *plain,
+                         size_t nplain, pcre2_match_data *md, tok_piece_fn fn, void *ctx);
 
 /* malloc'd error string. */
 char *tok_errf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

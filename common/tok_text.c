@@ -237,7 +237,20 @@ typedef struct {
     pcre2_match_data *md;
     tok_piece_fn      fn;
     void             *ctx;
+    const char       *base;         /* the whole text: plain ranges are offsets into it */
+    const size_t     *plain;        /* (offset, length) pairs */
+    size_t            nplain;
+    int               deny_all;     /* inside a normalised stretch that touches one */
 } run_ctx;
+
+/* 1 when bytes [s, s + n) of the original text overlap a plain range. */
+static int in_plain(const run_ctx *r, const char *s, size_t n)
+{
+    size_t a = (size_t)(s - r->base), b = a + n;
+    for (size_t k = 0; k < r->nplain; k++)
+        if (a < r->plain[2 * k] + r->plain[2 * k + 1] && r->plain[2 * k] < b) return 1;
+    return 0;
+}
 
 /* Split by regex level `lv` with the Isolated behaviour: every match and
  * every gap between matches becomes a piece. */
@@ -274,9 +287,10 @@ static void emit_split(run_ctx *r, const char *s, size_t n, int norm, int ch_nor
 {
     const tok_pipe *p = r->p;
     size_t i = 0, start = 0;   /* start: first byte not yet emitted */
-    int has = norm ? p->any_normalized : p->any_raw;
+    int has = !r->deny_all && (norm ? p->any_normalized : p->any_raw);
     while (has && i < n) {
         const tok_added *a = p->first[(unsigned char)s[i]] ? added_at(p, s, n, i, norm) : NULL;
+        if (a && !norm && r->nplain && in_plain(r, s + i, a->len)) a = NULL;   /* typed, not a token */
         if (!a) { i++; continue; }
         size_t ms = i, me = i + a->len;
         int k;
@@ -311,15 +325,27 @@ static void run_plain(run_ctx *r, const char *s, size_t n)
 {
     sbuf nb;
     sbuf_init(&nb);
+    /* normalising moves offsets: a stretch touching a plain range matches
+     * no normalized added token at all */
+    int deny = r->deny_all;
+    if (r->nplain && in_plain(r, s, n)) r->deny_all = 1;
     if (normalize(r->p->norm, s, n, &nb)) { s = nb.s; n = nb.len; }
     emit_split(r, s, n, 1, 0);
+    r->deny_all = deny;
     sbuf_free(&nb);
 }
 
 void tok_pipe_run(const tok_pipe *p, const char *text, size_t len,
                   pcre2_match_data *md, tok_piece_fn fn, void *ctx)
 {
-    run_ctx r = { p, md, fn, ctx };
+    run_ctx r = { p, md, fn, ctx, text, NULL, 0, 0 };
+    emit_split(&r, text, len, 0, 1);
+}
+
+void tok_pipe_run_ranges(const tok_pipe *p, const char *text, size_t len, const size_t *plain,
+                         size_t nplain, pcre2_match_data *md, tok_piece_fn fn, void *ctx)
+{
+    run_ctx r = { p, md, fn, ctx, text, plain, nplain, 0 };
     emit_split(&r, text, len, 0, 1);
 }
 

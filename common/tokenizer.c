@@ -814,13 +814,14 @@ static void on_piece(void *ctx, const char *s, size_t n, int id)
     else encode_word(c, s, n);
 }
 
-int tok_encode(const tokenizer *t, const char *text, size_t len, tok_ids *out)
+int tok_encode_ranges(const tokenizer *t, const char *text, size_t len, const size_t *plain,
+                      size_t nplain, tok_ids *out)
 {
     if (tok_utf8_check(text, len) >= 0) return -1;
     bpe_ctx c = { .t = t, .out = out };
     sbuf_init(&c.bl);
     pcre2_match_data *md = pcre2_match_data_create(1, NULL);
-    tok_pipe_run(&t->pipe, text, len, md, on_piece, &c);
+    tok_pipe_run_ranges(&t->pipe, text, len, plain, nplain, md, on_piece, &c);
     pcre2_match_data_free(md);
     free(c.sym);
     free(c.prev);
@@ -830,6 +831,17 @@ int tok_encode(const tokenizer *t, const char *text, size_t len, tok_ids *out)
     return 0;
 }
 
+int tok_encode(const tokenizer *t, const char *text, size_t len, tok_ids *out)
+{
+    return tok_encode_ranges(t, text, len, NULL, 0, out);
+}
+
+int tok_encode_plain(const tokenizer *t, const char *text, size_t len, tok_ids *out)
+{
+    size_t all[2] = { 0, len };
+    return tok_encode_ranges(t, text, len, all, 1, out);
+}
+
 int tok_encode_segments(const tokenizer *t, const tok_segment *seg, size_t nseg,
                         tok_ids *ids, tok_ids *mask)
 {
@@ -837,7 +849,7 @@ int tok_encode_segments(const tokenizer *t, const tok_segment *seg, size_t nseg,
         if (tok_utf8_check(seg[i].text, seg[i].len) >= 0) return -1;
     for (size_t i = 0; i < nseg; i++) {
         size_t before = ids->n;
-        tok_encode(t, seg[i].text, seg[i].len, ids);
+        tok_encode_ranges(t, seg[i].text, seg[i].len, seg[i].plain, seg[i].nplain, ids);
         for (size_t k = before; k < ids->n; k++) tok_ids_push(mask, seg[i].mask);
     }
     return 0;

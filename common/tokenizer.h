@@ -63,6 +63,20 @@ void       tok_free(tokenizer *t);
  * -1 if the text is not valid UTF-8 (nothing appended). */
 int tok_encode(const tokenizer *t, const char *text, size_t len, tok_ids *out);
 
+/* Untrusted text (what a viewer typed, a tool's result, world data) must
+ * not become control tokens: "<|im_end|>" typed by a viewer is the
+ * characters it is made of.  tok_encode_ranges encodes text as tok_encode
+ * does, except that no added token is matched where it would overlap one
+ * of the nplain ranges (pairs of offset, length): Hugging Face's
+ * split_special_tokens, applied to every added token (Qwen3's
+ * <tool_response> and <think> are not marked special, yet structure the
+ * conversation as much as <|im_start|>), and to those ranges only, so the
+ * ids elsewhere, and everywhere when the ranges hold no added token's
+ * text, are tok_encode's.  tok_encode_plain: the whole text untrusted. */
+int tok_encode_ranges(const tokenizer *t, const char *text, size_t len, const size_t *plain,
+                      size_t nplain, tok_ids *out);
+int tok_encode_plain(const tokenizer *t, const char *text, size_t len, tok_ids *out);
+
 /* Encoding a list of segments into ids plus a per-token mask (the chat
  * encoder's loss mask): each segment is encoded on its own and its tokens
  * get the segment's mask value.  The ids equal tok_encode of the joined
@@ -70,9 +84,11 @@ int tok_encode(const tokenizer *t, const char *text, size_t len, tok_ids *out);
  * (as in ChatML: ...<|im_start|>assistant\n | answer<|im_end|> | \n...),
  * because added tokens split the text before BPE anyway. */
 typedef struct {
-    const char *text;
-    size_t      len;
-    int         mask;     /* e.g. 1 = the assistant wrote it */
+    const char   *text;
+    size_t        len;
+    int           mask;     /* e.g. 1 = the assistant wrote it */
+    const size_t *plain;    /* untrusted ranges in text (tok_encode_ranges), or NULL */
+    size_t        nplain;
 } tok_segment;
 
 int tok_encode_segments(const tokenizer *t, const tok_segment *seg, size_t nseg,

@@ -523,6 +523,9 @@ int train_run(ckpt *k, train_state *s, const train_loop *L)
         if (L->save_every && s->step % L->save_every == 0 && s->step < end) rc = save_stage(k, s, L);
     }
     progress_end(pg);
+    if (!rc) rc = save_stage(k, s, L);
+    /* after the save: a run that fails, even there, leaves no metrics
+     * file it created and wrote nothing to (out_abort) */
     if (mo) { if (rc) out_abort(mo); else rc = out_close(mo); }
-    return rc ? -1 : save_stage(k, s, L);
+    return rc ? -1 : 0;
 }

@@ -132,6 +132,21 @@ code "no token" 401 -X POST "$URL/v1/agent" -d '{"message":"hi"}'
 code "wrong token" 401 -X POST "$URL/v1/agent" -H 'Authorization: Bearer nope' -d '{"message":"hi"}'
 code "right token" 200 -X POST "$URL/v1/agent" -H 'Authorization: Bearer s3cret' -d '{"message":"hi"}'
 code "health needs no token" 200 "$URL/health"
+# the token before anything else: route, method, declared length, body
+code "no token, unknown path: 401 first" 401 "$URL/v2/x"
+code "no token, wrong method: 401 first" 401 "$URL/v1/agent"
+code "no token, body over the limit: 401 first" 401 -X POST "$URL/v1/agent" -H 'Content-Length: 99999999' -d x
+code "with the token, unknown path: 404" 404 -H 'Authorization: Bearer s3cret' "$URL/v2/x"
+code "max_tokens 10^30: 422" 422 -X POST "$URL/v1/agent" -H 'Authorization: Bearer s3cret' -d '{"message":"x","max_tokens":1000000000000000000000000000000}'
+# two different Content-Length headers (curl cannot send them): 400
+if command -v bash >/dev/null; then
+    PORT=${URL##*:} bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$PORT"
+        printf "POST /v1/agent HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret\r\nContent-Length: 5\r\nContent-Length: 40\r\n\r\nhello" >&3
+        timeout 5 cat <&3' >"$T/dup_cl" 2>/dev/null
+    has "two different Content-Length headers: 400" "$T/dup_cl" 'two different Content-Length headers'
+    has "... with status 400" "$T/dup_cl" '^HTTP/1.1 400'
+else pass "two different Content-Length headers # skip: no bash for /dev/tcp"; fi
+
 HAT_SERVE_TOKEN=s3cret loadgen --url "$URL" -n 5 --quiet -o "$T/tok.json" "$T/cases.jsonl"
 has "loadgen sends the token" "$T/tok.json" '"ok":5'
 stop
@@ -163,7 +178,8 @@ stop
 start --policy teacher --harness "$H" --slots 2 --queue 512
 loadgen --url "$URL" --concurrency 16 -n 600 --quiet -o "$T/drain.json" "$T/cases.jsonl" &
 LG=$!
-sleep 0.15
+# until requests flow (loadgen starts slowly under ASan), then stop
+i=0; while [ $i -lt 100 ] && ! curl -s "$URL/health" | jq -e '.requests >= 20' >/dev/null 2>&1; do sleep 0.05; i=$((i + 1)); done
 kill -TERM "$PID"; wait "$PID"; rc=$?
 wait "$LG"
 [ "$rc" = 0 ] && pass "SIGTERM: exit 0" || flunk "SIGTERM: exit 0" "$rc"
@@ -226,4 +242,77 @@ curl -s "$URL/metrics" >"$T/metrics"
 has "metrics: time to first token" "$T/metrics" '^hat_time_to_first_token_seconds_count [1-9]'
 has "metrics: generated tokens" "$T/metrics" '^hat_generated_tokens_total [1-9]'
 has "metrics: KV cache" "$T/metrics" '^hat_kv_cache_bytes [1-9]'
+stop
+
+# --- shutdown: a bounded drain, /health 503 meanwhile, a second signal ----------------
+# One sequence and a queue of long chat requests on a wider model: far
+# more work than the drain timeout lets finish.
+cat >"$T/cfg_wide.json" <<'J'
+{"vocab_size":704,"hidden_size":256,"intermediate_size":512,"num_hidden_layers":4,
+ "num_attention_heads":4,"num_key_value_heads":2,"head_dim":64,"max_position_embeddings":2048}
+J
+model-init --config "$T/cfg_wide.json" --std 0.5 --seed 4 --tokenizer "$T/tok.json" -o "$T/wide.ckpt"
+LONG='{"messages":[{"role":"user","content":"hi"}],"max_tokens":1024,"temperature":1}'
+flood() {
+    CURLS=""
+    for i in $(seq 1 "$1"); do
+        curl -s -o /dev/null -w '%{http_code}\n' -X POST "$URL/v1/chat/completions" -d "$LONG" >"$T/fl.$i" & CURLS="$CURLS $!"
+    done
+    # until every one is queued or running (curl start-up is slow on a loaded machine)
+    i=0; while [ $i -lt 100 ] && ! curl -s "$URL/health" | jq -e ".queue + .running >= $1 - 2" >/dev/null; do sleep 0.05; i=$((i + 1)); done
+}
+start --ckpt "$T/wide.ckpt" --harness "$H" --slots 1 --queue 256 --max-tokens 1024 --drain-timeout 1
+flood 24
+t0=$(date +%s%N)
+kill -TERM "$PID"
+sleep 0.2
+h=$(curl -s -o "$T/body" -w '%{http_code}' "$URL/health")
+[ "$h" = 503 ] && grep -q '"status":"draining"' "$T/body" && pass "/health answers 503 while draining" ||
+    flunk "/health while draining" "$h $(head -c 200 "$T/body")"
+wait "$PID"; rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+wait $CURLS
+[ "$rc" = 0 ] && [ "$ms" -lt 5000 ] && pass "--drain-timeout 1: exit 0 after $ms ms" || flunk "--drain-timeout" "rc $rc after $ms ms"
+cat "$T"/fl.* | sort | uniq -c | tr '\n' ' ' >"$T/codes"
+has "every queued request answered: 503 past the timeout" "$T/codes" ' 503 '
+hasnt "no request left without an answer" "$T/codes" ' 000 '
+has "drain timeout logged" "$T/serve.log" 'drain timeout: requests still running were ended with 503'
+
+start --ckpt "$T/wide.ckpt" --harness "$H" --slots 1 --queue 256 --max-tokens 1024 --drain-timeout 600
+flood 24
+t0=$(date +%s%N)
+kill -TERM "$PID"; sleep 0.3; kill -TERM "$PID"
+wait "$PID"; rc=$?
+ms=$((($(date +%s%N) - t0) / 1000000))
+wait $CURLS
+[ "$rc" = 1 ] && [ "$ms" -lt 3000 ] && pass "a second signal exits at once (exit 1 after $ms ms)" || flunk "second signal" "rc $rc after $ms ms"
+has "second signal logged" "$T/serve.log" 'second signal: exiting without finishing'
+
+# --- a client that goes away: its request is cancelled, not run to the end -------------
+start --ckpt "$T/m.ckpt" --harness "$H" --slots 1 --queue 256 --max-tokens 1024
+CURLS=""
+for i in $(seq 1 12); do curl -s -o /dev/null --max-time 0.3 -X POST "$URL/v1/chat/completions" -d "$LONG" & CURLS="$CURLS $!"; done
+wait $CURLS     # not a bare wait: serve is a child too
+i=0; while [ $i -lt 50 ] && ! curl -s "$URL/health" | grep -q '"queue":0,"running":0'; do sleep 0.1; i=$((i + 1)); done
+curl -s "$URL/health" >"$T/body"
+has "the server is idle soon after its clients left" "$T/body" '"queue":0,"running":0'
+curl -s "$URL/metrics" >"$T/metrics"
+has "metrics: cancelled requests (499)" "$T/metrics" '^hat_requests_total\{path="/v1/chat/completions",code="499"\} ([2-9]|1[0-2])$'
+stop
+
+# --- hot reload of hostile files: refused, the old harness kept, serve unblocked --------
+rm -rf "$T/hr" && cp -R "$H" "$T/hr"
+start --policy teacher --harness "$T/hr" --poll-ms 100
+mkfifo "$T/hr/prompt/99-fifo.md"
+sleep 0.5
+code "a FIFO in the watched harness: still answering" 200 -X POST "$URL/v1/agent" -d '{"message":"hi"}'
+has "FIFO reload refused" "$T/serve.log" 'harness reload refused: .*99-fifo.md: not a regular file|harness reload refused: .*hr does not load'
+rm "$T/hr/prompt/99-fifo.md"
+ln -s /dev/zero "$T/hr/tools/zero.json"
+sleep 0.5
+code "a link to /dev/zero: still answering" 200 -X POST "$URL/v1/agent" -d '{"message":"hi"}'
+curl -s "$URL/health" >"$T/body"
+has "both reloads refused, the old harness kept" "$T/body" '"version":"2026.11.4".*"reload_failures":2'
+rss_kb=$(rss)
+[ "${HAT_SAN:-0}" = 1 ] || { [ "$rss_kb" -lt 102400 ] && pass "serve RSS after a /dev/zero reload: $rss_kb kB" || flunk "serve RSS" "$rss_kb kB"; }
 stop

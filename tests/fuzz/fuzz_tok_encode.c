@@ -52,8 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (ascii(data, size)) FUZZ_ASSERT(dn == size && !memcmp(back, data, size));
     free(back);
     /* The chat encoder's path: text between two added tokens. */
-    tok_segment seg[3] = { { "<|im_start|>assistant\n", 22, 0 }, { text, size, 1 },
-                           { "<|im_end|>", 10, 1 } };
+    tok_segment seg[3] = { { "<|im_start|>assistant\n", 22, 0, NULL, 0 }, { text, size, 1, NULL, 0 },
+                           { "<|im_end|>", 10, 1, NULL, 0 } };
     tok_ids sids = { 0 }, mask = { 0 };
     if (tok_encode_segments(fuzz_tok, seg, 3, &sids, &mask) == 0) {
         FUZZ_ASSERT(sids.n == mask.n);

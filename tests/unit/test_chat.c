@@ -65,7 +65,8 @@ static int spans_ok(const chat_text *t)
     for (size_t i = 0; i < t->nspans; i++) {
         const chat_span *s = &t->spans[i];
         if (s->off != at || s->len == 0) return 0;
-        if (i && s->assistant == t->spans[i - 1].assistant) return 0;
+        if (i && s->assistant == t->spans[i - 1].assistant && s->untrusted == t->spans[i - 1].untrusted) return 0;
+        if (s->assistant && s->untrusted) return 0;     /* the assistant's own text is trusted */
         at += s->len;
     }
     return at == t->len;

@@ -45,6 +45,9 @@
 #define LLVMFuzzerTestOneInput fuzz_serve
 #include "../fuzz/fuzz_serve.c"
 #undef LLVMFuzzerTestOneInput
+#define LLVMFuzzerTestOneInput fuzz_serve_sched
+#include "../fuzz/fuzz_serve_sched.c"
+#undef LLVMFuzzerTestOneInput
 
 static int by_name(const void *a, const void *b)
 {
@@ -104,6 +107,7 @@ REPLAY(harness_dir, 10)
 REPLAY(hsa, 5)
 REPLAY(ckpt, 5)
 REPLAY(serve, 8)
+REPLAY(serve_sched, 6)
 
 int main(void)
 {
@@ -119,6 +123,8 @@ int main(void)
     RUN(replay_hsa);
     RUN(replay_ckpt);
     RUN(replay_serve);
+    RUN(replay_serve_sched);
+    fuzz_serve_sched_free();
     if (fuzz_tok) tok_free(fuzz_tok);
     TEST_MAIN_END();
 }

@@ -290,9 +290,14 @@ static void harness_limits(void)
     free(e);
 
     member *many = xcalloc(4097, sizeof *many);
-    for (int i = 0; i < 4097; i++) many[i] = (member){ "tools/x.json", 0, 0 };
+    char (*mnames)[32] = xcalloc(4097, sizeof *mnames);
+    for (int i = 0; i < 4097; i++) {    /* distinct names: a repeated one is refused sooner */
+        snprintf(mnames[i], sizeof mnames[i], "tools/x%d.json", i);
+        many[i] = (member){ mnames[i], 0, 0 };
+    }
     put_tar(p, many, 4097, 1);
     free(many);
+    free(mnames);
     e = load_problems(p);
     CHECK_HAS(e, "archive holds more than 4096 members");
     free(e);

@@ -10,9 +10,16 @@
 #include "loadgen.h"
 #include "metrics.h"
 #include "serve.h"
+#include "model.h"
+#include "tokenizer.h"
 #include "world.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/time.h>
 #include <pty.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -47,6 +54,9 @@ static void test_bad_requests(void)
     bad(SERVE_AGENT, "{\"message\":\"x\",\"max_turns\":0}", 422, "\"max_turns\" must be between 1 and 255");
     bad(SERVE_AGENT, "{\"message\":\"x\",\"max_tokens\":1.5}", 400, "\"max_tokens\" must be an integer");
     bad(SERVE_AGENT, "{\"message\":\"x\",\"max_tokens\":99999}", 422, "between 1 and 1024");
+    /* too big for any integer type: still a value out of range (issue 16) */
+    bad(SERVE_AGENT, "{\"message\":\"x\",\"max_tokens\":1000000000000000000000000000000}", 422, "out of range");
+    bad(SERVE_AGENT, "{\"message\":\"x\",\"max_tokens\":1e30}", 422, "between 1 and 1024");
     bad(SERVE_AGENT, "{\"message\":\"x\",\"temperature\":-1}", 422, "\"temperature\"");
     bad(SERVE_AGENT, "{\"message\":\"x\",\"top_p\":0}", 422, "\"top_p\"");
     bad(SERVE_AGENT, "{\"message\":\"x\",\"seed\":\"1\"}", 400, "\"seed\" must be an integer");
@@ -366,6 +376,235 @@ static void test_scheduler(void)
     serve_free(s);
 }
 
+/* ---- a model whose every token decodes to the byte 0x00 ------------------------------ */
+
+/* Attention and MLP write nothing (wo, wdown = 0) and every embedding row
+ * is the same, so the final hidden state is the norm's weight whatever the
+ * context; the untied lm_head row of the byte-0x00 token points along it.
+ * Sampling then yields that token every time: the reproducer for a NUL
+ * byte in model output (issue 16). */
+static model *nul_model(const tokenizer *t, int nul_id)
+{
+    model_config c = {
+        .vocab_size = tok_vocab_size(t), .hidden_size = 16, .intermediate_size = 32, .n_layers = 1,
+        .n_heads = 2, .n_kv_heads = 1, .head_dim = 8, .rms_norm_eps = 1e-6, .rope_theta = 10000.0,
+        .tie_word_embeddings = 0, .max_position_embeddings = 256, .bos_token_id = -1, .eos_token_id = -1,
+    };
+    model *m = model_new(&c);
+    model_init_random(m, 3, 0.5f);
+    int C = c.hidden_size;
+    for (int i = 0; i < C * c.n_heads * c.head_dim; i++) m->w.layers[0].wo[i] = 0;
+    for (int i = 0; i < C * c.intermediate_size; i++) m->w.layers[0].wdown[i] = 0;
+    for (int v = 0; v < c.vocab_size; v++)
+        for (int i = 0; i < C; i++) {
+            m->w.wte[(size_t)v * C + i] = 1.0f;
+            m->w.lm_head[(size_t)v * C + i] = v == nul_id ? 4.0f : 0.0f;
+        }
+    for (int i = 0; i < C; i++) m->w.norm[i] = 1.0f;
+    return m;
+}
+
+static void test_nul_token(void)
+{
+    char *p = xasprintf("%s/tests/fuzz/tokenizer.json", getenv("HAT_TOP") ? getenv("HAT_TOP") : ".");
+    char *err = NULL;
+    tokenizer *t = tok_load(p, &err);
+    free(p);
+    CHECK(t != NULL);
+    if (!t) { free(err); return; }
+    int nul = tok_token_id(t, "\xC4\x80");          /* "Ā": the byte-level form of 0x00 */
+    CHECK(nul >= 0);
+    model *m = nul_model(t, nul);
+    serve_config c = { 0 };
+    c.m = m;
+    c.t = t;
+    c.w = W;
+    c.slots = 2;
+    c.queue_max = 8;
+    c.limits = L;
+    c.seed = 1;
+    c.model_name = "nul";
+    serve *s = serve_new(&c, H, &err);
+    CHECK(s != NULL);
+    if (s) {
+        for (int stream = 0; stream < 2; stream++) {
+            /* a stop string makes the scheduler cut the text on every step */
+            json_t *body = json_pack("{s:[{s:s,s:s}],s:i,s:b,s:[s]}", "messages", "role", "user", "content",
+                                     "hi", "max_tokens", 40, "stream", stream, "stop", "zz"), *resp = NULL;
+            CHECK_EQ_INT(serve_run(s, SERVE_CHAT, body, &resp), 200);
+            const json_t *msg = json_object_get(json_array_get(json_object_get(resp, "choices"), 0), "message");
+            const json_t *content = json_object_get(msg, "content");
+            CHECK_EQ_INT(json_integer_value(json_object_get(json_object_get(resp, "usage"), "completion_tokens")), 40);
+            CHECK_EQ_INT(json_string_length(content), 40);
+            int zeros = 1;
+            for (size_t i = 0; i < json_string_length(content); i++) zeros &= json_string_value(content)[i] == 0;
+            CHECK(zeros);
+            char *dump = json_compact(resp);
+            CHECK(dump && strstr(dump, "\"content\":\"\\u0000\\u0000"));
+            free(dump);
+            json_decref(resp);
+            json_decref(body);
+        }
+        serve_free(s);
+    }
+    model_free(m);
+    tok_free(t);
+}
+
+/* ---- slow clients on loopback ------------------------------------------------------- */
+
+/* A TCP connection to 127.0.0.1:port from source address src (any
+ * 127.0.0.0/8 address is local on Linux), or -1. */
+static int connect_from(const char *src, int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = { .sin_family = AF_INET };
+    inet_pton(AF_INET, src, &a.sin_addr);
+    struct sockaddr_in d = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    inet_pton(AF_INET, "127.0.0.1", &d.sin_addr);
+    struct timeval tv = { 3, 0 };
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (bind(fd, (struct sockaddr *)&a, sizeof a) || connect(fd, (struct sockaddr *)&d, sizeof d)) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* One request from src; returns the HTTP status (0: none) and sets
+ * *seconds to the time until the whole answer was read. */
+static int http_req(const char *src, int port, const char *method, const char *path, const char *body,
+                    double *seconds)
+{
+    double t0 = hat_now();
+    int fd = connect_from(src, port), status = 0;
+    if (fd >= 0) {
+        char *req = xasprintf("%s %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
+                              method, path, body ? strlen(body) : 0, body ? body : "");
+        if (send(fd, req, strlen(req), MSG_NOSIGNAL) == (ssize_t)strlen(req)) {
+            char buf[4096];
+            ssize_t n, got = 0;
+            while ((n = recv(fd, buf + got, sizeof buf - 1 - (size_t)got, 0)) > 0 && got + n < (ssize_t)sizeof buf - 1)
+                got += n;
+            buf[got] = 0;
+            if (got > 12) status = atoi(buf + 9);
+        }
+        free(req);
+        close(fd);
+    }
+    *seconds = hat_now() - t0;
+    return status;
+}
+
+typedef struct { serve *s; serve_http_opts o; volatile int stop; int rc; } http_thread;
+static void *run_http(void *arg)
+{
+    http_thread *h = arg;
+    h->rc = serve_http_run(h->s, &h->o, &h->stop);
+    return NULL;
+}
+
+static double median(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int k = i; k > 0 && v[k] < v[k - 1]; k--) { double t = v[k]; v[k] = v[k - 1]; v[k - 1] = t; }
+    return n ? v[n / 2] : 0;
+}
+
+/* 200 connections from 20 addresses send one header line every 0.5 s
+ * (reconnecting when dropped) for 3 s; meanwhile /health and a chat
+ * request from another address must answer: /health within 1 s, chat
+ * within 5 times its latency on a quiet server (and 1 s at least, for a
+ * loaded test machine).  The figures go to the log. */
+static void test_slowloris(void)
+{
+    char *p = xasprintf("%s/tests/fuzz/tokenizer.json", getenv("HAT_TOP") ? getenv("HAT_TOP") : ".");
+    char *err = NULL;
+    tokenizer *t = tok_load(p, &err);
+    free(p);
+    CHECK(t != NULL);
+    if (!t) { free(err); return; }
+    model *m = nul_model(t, tok_token_id(t, "\xC4\x80"));
+    serve_config c = { 0 };
+    c.m = m; c.t = t; c.w = W; c.slots = 4; c.queue_max = 64; c.limits = L; c.seed = 1;
+    c.policy = "teacher"; c.model_name = "nul";
+    serve *s = serve_new(&c, H, &err);
+    CHECK(s != NULL);
+    if (!s) { free(err); model_free(m); tok_free(t); return; }
+    http_thread h = { .s = s };
+    char *pf = xasprintf("%s/slow.port", test_tmpdir());
+    unlink(pf);
+    h.o = (serve_http_opts){ .host = "127.0.0.1", .port = 0, .threads_max = 64, .timeout_s = 30, .port_file = pf,
+                             .per_ip = 16, .reserve = 4, .header_timeout_s = 2, .request_timeout_s = 4,
+                             .drain_timeout_s = 5 };
+    pthread_t thr;
+    pthread_create(&thr, NULL, run_http, &h);
+    int port = 0;
+    for (int i = 0; i < 100 && !port; i++) {
+        size_t n;
+        char *txt = read_file(pf, &n);
+        if (txt) port = atoi(txt);
+        free(txt);
+        if (!port) usleep(50000);
+    }
+    CHECK(port > 0);
+    const char *chat = "{\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}],\"max_tokens\":8}";
+    double base_h[5], base_c[5], sec;
+    for (int i = 0; i < 5 && port; i++) {
+        CHECK_EQ_INT(http_req("127.0.0.2", port, "GET", "/health", NULL, &base_h[i]), 200);
+        CHECK_EQ_INT(http_req("127.0.0.2", port, "POST", "/v1/chat/completions", chat, &base_c[i]), 200);
+    }
+    enum { NSLOW = 200 };
+    int fds[NSLOW];
+    char src[NSLOW][16];
+    for (int i = 0; i < NSLOW; i++) {
+        snprintf(src[i], sizeof src[i], "127.0.0.%d", 10 + i % 20);
+        fds[i] = port ? connect_from(src[i], port) : -1;
+        if (fds[i] >= 0) send(fds[i], "GET /health HTTP/1.1\r\n", 22, MSG_NOSIGNAL);
+    }
+    double worst_h = 0, worst_c = 0, t_end = hat_now() + 3, next_line = hat_now();
+    int probes = 0, ok_h = 0, ok_c = 0;
+    long redials = 0;
+    while (port && hat_now() < t_end) {
+        if (hat_now() >= next_line) {
+            next_line = hat_now() + 0.5;
+            for (int i = 0; i < NSLOW; i++) {
+                struct pollfd q = { fds[i], POLLRDHUP, 0 };
+                if (fds[i] < 0 || (poll(&q, 1, 0) > 0 && q.revents) ||
+                    send(fds[i], "X-Slow: 1\r\n", 11, MSG_NOSIGNAL) != 11) {
+                    if (fds[i] >= 0) close(fds[i]);
+                    fds[i] = connect_from(src[i], port);
+                    if (fds[i] >= 0) send(fds[i], "GET /health HTTP/1.1\r\n", 22, MSG_NOSIGNAL);
+                    redials++;
+                }
+            }
+        }
+        ok_h += http_req("127.0.0.2", port, "GET", "/health", NULL, &sec) == 200;
+        if (sec > worst_h) worst_h = sec;
+        ok_c += http_req("127.0.0.2", port, "POST", "/v1/chat/completions", chat, &sec) == 200;
+        if (sec > worst_c) worst_c = sec;
+        probes++;
+        usleep(200000);
+    }
+    for (int i = 0; i < NSLOW; i++) if (fds[i] >= 0) close(fds[i]);
+    double bh = median(base_h, 5), bc = median(base_c, 5);
+    fprintf(stderr, "# slowloris: %d slow connections from 20 addresses, %ld redials in 3 s; %d probes: "
+            "/health worst %.1f ms (quiet median %.1f ms), chat worst %.1f ms (quiet median %.1f ms)\n",
+            NSLOW, redials, probes, worst_h * 1e3, bh * 1e3, worst_c * 1e3, bc * 1e3);
+    CHECK(probes >= 5);
+    CHECK_EQ_INT(ok_h, probes);
+    CHECK_EQ_INT(ok_c, probes);
+    CHECK(worst_h < 1.0);
+    CHECK(worst_c < (5 * bc > 1.0 ? 5 * bc : 1.0));
+    h.stop = 1;
+    pthread_join(thr, NULL);
+    CHECK_EQ_INT(h.rc, 0);
+    serve_free(s);
+    free(pf);
+    model_free(m);
+    tok_free(t);
+}
+
 /* ---- the REPL through a pseudo-terminal --------------------------------------------- */
 
 static void test_repl_pty(void)
@@ -430,6 +669,8 @@ int main(void)
     CHECK(H && W);
     if (H && W) {
         RUN(test_scheduler);
+        RUN(test_nul_token);
+        RUN(test_slowloris);
         RUN(test_repl_pty);
     }
     world_free(W);

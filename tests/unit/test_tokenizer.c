@@ -281,7 +281,7 @@ static void segments_give_ids_and_mask(void)
     const char *a = "<|im_start|>user\n你好，这件多少钱？<|im_end|>\n<|im_start|>assistant\n";
     const char *b = "<think>\n查价格\n</think>\n\n¥129 亲！<|im_end|>";
     const char *c = "\n";
-    tok_segment seg[] = { { a, strlen(a), 0 }, { b, strlen(b), 1 }, { c, 1, 0 } };
+    tok_segment seg[] = { { a, strlen(a), 0, NULL, 0 }, { b, strlen(b), 1, NULL, 0 }, { c, 1, 0, NULL, 0 } };
     tok_ids ids = { 0 }, mask = { 0 }, whole = { 0 };
     CHECK_EQ_INT(tok_encode_segments(t, seg, 3, &ids, &mask), 0);
     char *all = xasprintf("%s%s%s", a, b, c);
