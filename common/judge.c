@@ -3,6 +3,7 @@
  * label, the harness's limits and the config's weights and term lists. */
 #include "judge.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "jsonl.h"
 #include "sim.h"
 #include "tasks.h"
@@ -29,11 +30,11 @@ struct judge {
     const json_t *ded, *t_decline, *t_redirect, *t_honest, *t_promise, *t_question, *currency;
     json_t       *statuses;        /* order status words of the world */
     task_arena   *arena;           /* the view of the JSON task being scored */
-    /* harness-derived state, rebuilt when the harness pointer changes */
-    const json_t *h;
-    long          max_chars, max_emoji, max_retries, max_tool_calls, max_turns;
-    const json_t *banned;
-    int           has_reply_skill;
+    /* the harness in use: the simulator's compiled view (its limits are
+     * those the system prompt states, binding the reply whether or not a
+     * reply_format hook enforces them at run time) */
+    const harness_compiled *hc;
+    const harness_limits  *lim;
 };
 
 /* ---- config ------------------------------------------------------------------- */
@@ -147,35 +148,12 @@ void judge_verdict_clear(judge_verdict *v)
 
 /* ---- harness cache ------------------------------------------------------------- */
 
-static long hparam(const json_t *h, const char *name, long dflt)
-{
-    double v;
-    return harness_param(h, name, &v) ? dflt : (long)v;
-}
-
 static int use_harness(judge *j, const json_t *h, char **err)
 {
-    if (sim_set_harness(j->s, h, err)) return -1;
-    if (h == j->h) return 0;
-    j->h = h;
-    const json_t *hooks = json_object_get(h, "hooks"), *rf = json_object_get(hooks, "reply_format");
-    const char *pc = json_string_value(json_object_get(rf, "max_chars_param"));
-    const char *pe = json_string_value(json_object_get(rf, "max_emoji_param"));
-    /* The limits the system prompt states bind the reply whether or not a
-     * reply_format hook enforces them at run time. */
-    j->max_chars = hparam(h, pc ? pc : "max_chars", -1);
-    j->max_emoji = hparam(h, pe ? pe : "max_emoji", -1);
-    j->max_tool_calls = hparam(h, "max_tool_calls", -1);
-    j->max_turns = hparam(h, "max_turns", -1);
-    j->max_retries = (long)json_integer_value(json_object_get(json_object_get(hooks, "tool_retry"), "max_retries"));
-    j->banned = json_object_get(json_object_get(hooks, "reply_filter"), "banned");
-    j->has_reply_skill = 0;
-    size_t i;
-    json_t *s;
-    json_array_foreach(json_object_get(h, "skills"), i, s) {
-        const char *k = json_string_value(json_object_get(s, "kind"));
-        j->has_reply_skill |= k && !strcmp(k, "reply");
-    }
+    int rc = sim_set_harness(j->s, h, err);
+    j->hc = sim_compiled(j->s);
+    if (rc) return -1;
+    j->lim = harness_compiled_limits(j->hc);
     return 0;
 }
 
@@ -415,7 +393,7 @@ static size_t replay_calls(ctx *x, const json_t *msgs, size_t i, const json_t *c
         json_t *out = sim_tool_content(s, name, args, &hook);
         const json_t *rec = i < n && is_role(json_array_get(msgs, i), "tool") ? json_array_get(msgs, i) : NULL;
         int same = rec && same_tool_msg(out, hook, rec);
-        for (long t = 0; rec && !same && t < x->j->max_retries; t++) {
+        for (long t = 0; rec && !same && t < x->j->lim->max_retries; t++) {
             const char *o = last_outcome(s);
             if (!o || strcmp(o, "fault") || sget(rec, "hook")) break;
             json_decref(out);
@@ -585,7 +563,7 @@ static void check_reply(ctx *x, int unrecovered)
     if (!unrecovered) check_facts(x, nums, nn);
     /* effectiveness */
     t = any_word_of(x->lc, x->t->must_not, x->t->nmust_not);
-    if (!t) t = any_word(x->lc, j->banned);
+    if (!t) t = any_word(x->lc, harness_compiled_banned(j->hc));
     if (t) reason(x, "banned_claim", JUDGE_EFFECTIVENESS, "banned claim '%s'", t);
     for (size_t i = 0; i < x->t->nmust; i++) {
         const char *c = x->t->must[i];
@@ -607,12 +585,12 @@ static void check_reply(ctx *x, int unrecovered)
             if (!any_word(x->lc, j->t_redirect)) reason(x, "no_redirect", JUDGE_EFFECTIVENESS, "off-topic request not steered back to the products");
         }
     }
-    long nc, ne;
-    sim_count_measures(reply, &nc, &ne);
-    if (j->max_chars >= 0 && nc > j->max_chars)
-        reason(x, "reply_too_long", JUDGE_EFFECTIVENESS, "%ld characters, at most %ld allowed", nc, j->max_chars);
-    if (j->max_emoji >= 0 && ne > j->max_emoji)
-        reason(x, "too_many_emoji", JUDGE_EFFECTIVENESS, "%ld emoji, at most %ld allowed", ne, j->max_emoji);
+    harness_measure m;
+    harness_measure_text(reply, &m);
+    if (j->lim->max_chars >= 0 && m.chars > j->lim->max_chars)
+        reason(x, "reply_too_long", JUDGE_EFFECTIVENESS, "%ld characters, at most %ld allowed", m.chars, j->lim->max_chars);
+    if (j->lim->max_emoji >= 0 && m.emoji > j->lim->max_emoji)
+        reason(x, "too_many_emoji", JUDGE_EFFECTIVENESS, "%ld emoji, at most %ld allowed", m.emoji, j->lim->max_emoji);
     if (unrecovered && !any_word(x->lc, j->t_honest))
         reason(x, "dishonest_after_fault", JUDGE_TOOLS, "a needed call failed for good and the reply does not say so");
 }
@@ -653,13 +631,13 @@ static int check_tools(ctx *x)
         const char *hk = sget(e, "hook"), *d = sget(e, "detail");
         if (!hk || strcmp(hk, "tool_retry") || !d) continue;
         if (!strcmp(d, "retry_not_allowed")) reason(x, "retry_not_allowed", JUDGE_TOOLS, "a fault that hooks.tool_retry does not retry was retried");
-        else if (!strcmp(d, "retry_limit")) reason(x, "retry_limit", JUDGE_TOOLS, "retried beyond max_retries (%ld)", x->j->max_retries);
+        else if (!strcmp(d, "retry_limit")) reason(x, "retry_limit", JUDGE_TOOLS, "retried beyond max_retries (%ld)", x->j->lim->max_retries);
     }
     /* The prompt's budgets: exceeding them is wrong, and a policy that has
      * spent them cannot be asked for one more call or retry. */
     long ncalls = (long)json_integer_value(json_object_get(x->rec, "tool_calls"));
     long nturns = (long)json_integer_value(json_object_get(x->rec, "turns"));
-    long mc = x->j->max_tool_calls, mt = x->j->max_turns;
+    long mc = x->j->lim->max_tool_calls, mt = x->j->lim->max_turns;
     if (mc >= 0 && ncalls > mc) reason(x, "too_many_calls", JUDGE_TOOLS, "%ld tool calls, at most %ld allowed", ncalls, mc);
     if (mt >= 0 && nturns > mt) reason(x, "too_many_turns", JUDGE_TOOLS, "%ld assistant turns, at most %ld allowed", nturns, mt);
     int budget_left = (mc < 0 || ncalls < mc) && (mt < 0 || nturns < mt);
@@ -741,7 +719,7 @@ static void check_skills(ctx *x)
     for (i = 1; i < npresent; i++)
         if (!in_list(loaded, present[i]))
             reason(x, "missing_secondary_skill", JUDGE_SKILLS, "skill %s not loaded", present[i]);
-    if (x->j->has_reply_skill && !reply_loaded)
+    if (harness_compiled_has_reply_skill(x->j->hc) && !reply_loaded)
         reason(x, "no_reply_skill", JUDGE_SKILLS, "no reply skill loaded before the final reply");
     json_decref(loaded);
     if (present != few) free((void *)present);

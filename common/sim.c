@@ -7,6 +7,7 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "sim.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "jsonl.h"
 #include "util.h"
 
@@ -19,19 +20,6 @@
 
 #define SIM_MAX_PATTERNS 32
 #define SIM_MAX_SKILLS 64
-
-/* The tools or skills of the harness in order, with the strings the
- * lookups compare (NULL where not a string): harness_tool_by_name and the
- * others without a json_object_get per element and lookup. */
-typedef struct {
-    const json_t *v;
-    const char   *name, *function;
-} named;
-
-typedef struct {
-    named  *e;
-    size_t  n;
-} named_list;
 
 /* Fault texts as an upstream service would say them. */
 static const struct { const char *type, *message; } fault_text[] = {
@@ -74,12 +62,14 @@ typedef struct {
 
 struct sim {
     const world  *w;
-    const json_t *h;
+    /* the compiled harness in use, its JSON (borrowed from hc), and the
+     * last content-equal harness object seen (a reference, so that its
+     * address is not reused while it stands for hc) */
+    harness_compiled *hc;
+    const json_t *h, *alias;
     /* harness caches */
     const char   *loader, *loader_arg;
-    double        max_chars, max_emoji;
-    int           has_max_chars, has_max_emoji;
-    long          max_retries;
+    const harness_limits *lim;
     const json_t *retry_on, *banned;
     pcre2_code   *pat[SIM_MAX_PATTERNS];
     int           npat;
@@ -87,7 +77,6 @@ struct sim {
     const json_t *skill_key[SIM_MAX_SKILLS];
     json_t       *skill_text[SIM_MAX_SKILLS];   /* strings, shared by the messages */
     int           nskill_cache;
-    named_list    htools, hskills;  /* the harness's, for the lookups */
     answer       *answers;        /* world answers under h, by call (see lookup) */
     size_t       *used;           /* the slots in use, nanswers of them */
     size_t        nanswers;
@@ -140,45 +129,25 @@ static void clear_fault_texts(sim *s)
     s->nfault_texts = 0;
 }
 
-static void index_list(named_list *l, const json_t *arr)
-{
-    size_t i;
-    json_t *v;
-    l->n = 0;
-    l->e = json_array_size(arr) ? xrealloc(l->e, json_array_size(arr) * sizeof *l->e) : l->e;
-    json_array_foreach(arr, i, v)
-        l->e[l->n++] = (named){ v, json_string_value(json_object_get(v, "name")),
-                                json_string_value(json_object_get(v, "function")) };
-}
-
-/* find_by of harness.c over the index: the first element whose field is
- * the string want. */
-static const json_t *find_named(const named_list *l, int by_function, const char *want)
-{
-    if (!want) return NULL;
-    for (size_t i = 0; i < l->n; i++) {
-        const char *s = by_function ? l->e[i].function : l->e[i].name;
-        if (s && !strcmp(s, want)) return l->e[i].v;
-    }
-    return NULL;
-}
-
-const json_t *sim_tool_by_name(const sim *s, const char *name) { return find_named(&s->htools, 0, name); }
-const json_t *sim_tool_by_function(const sim *s, const char *fn) { return find_named(&s->htools, 1, fn); }
-const json_t *sim_skill_by_name(const sim *s, const char *name) { return find_named(&s->hskills, 0, name); }
-const json_t *sim_skill_by_function(const sim *s, const char *fn) { return find_named(&s->hskills, 1, fn); }
+const json_t *sim_tool_by_name(const sim *s, const char *name) { return harness_compiled_tool(s->hc, name); }
+const json_t *sim_tool_by_function(const sim *s, const char *fn) { return harness_compiled_tool_for(s->hc, fn); }
+const json_t *sim_skill_by_name(const sim *s, const char *name) { return harness_compiled_skill(s->hc, name); }
+const json_t *sim_skill_by_function(const sim *s, const char *fn) { return harness_compiled_skill_for(s->hc, fn); }
+const harness_compiled *sim_compiled(const sim *s) { return s->hc; }
 
 static void clear_harness(sim *s)
 {
     clear_answers(s);
     clear_fault_texts(s);
-    s->htools.n = s->hskills.n = 0;
     for (int i = 0; i < s->npat; i++) pcre2_code_free(s->pat[i]);
     s->npat = 0;
     for (int i = 0; i < s->nskill_cache; i++) json_decref(s->skill_text[i]);
     s->nskill_cache = 0;
-    json_decref((json_t *)s->h);
+    harness_compiled_free(s->hc);
+    s->hc = NULL;
     s->h = NULL;
+    json_decref((json_t *)s->alias);
+    s->alias = NULL;
 }
 
 static const json_t *hook(const sim *s, const char *name)
@@ -189,25 +158,30 @@ static const json_t *hook(const sim *s, const char *name)
 int sim_set_harness(sim *s, const json_t *h, char **err)
 {
     if (err) *err = NULL;
-    if (h == s->h) return 0;
+    if (h && (h == s->h || h == s->alias)) return 0;
+    char *e = NULL;
+    harness_compiled *c = harness_compile(h, NULL, &e);
+    if (!c) {
+        clear_harness(s);
+        if (err) *err = e;
+        else free(e);
+        return -1;
+    }
+    if (harness_compiled_same(c, s->hc)) {
+        /* The same content: keep the view and every cache built on it. */
+        harness_compiled_free(c);
+        json_decref((json_t *)s->alias);
+        s->alias = json_incref((json_t *)h);
+        return 0;
+    }
     clear_harness(s);
-    /* Holding a reference keeps h's address from being reused by another
-     * harness while the caches keyed on it are alive. */
-    s->h = json_incref((json_t *)h);
-    index_list(&s->htools, json_object_get(h, "tools"));
-    index_list(&s->hskills, json_object_get(h, "skills"));
-    s->loader = harness_loader_name(h);
-    s->loader_arg = harness_loader_argument(h);
-    const json_t *rf = hook(s, "reply_format");
-    const char *pc = json_string_value(json_object_get(rf, "max_chars_param"));
-    const char *pe = json_string_value(json_object_get(rf, "max_emoji_param"));
-    s->has_max_chars = rf && !harness_param(h, pc ? pc : "max_chars", &s->max_chars);
-    s->has_max_emoji = rf && !harness_param(h, pe ? pe : "max_emoji", &s->max_emoji);
-    const json_t *tr = hook(s, "tool_retry");
-    s->max_retries = json_is_integer(json_object_get(tr, "max_retries"))
-                     ? (long)json_integer_value(json_object_get(tr, "max_retries")) : 0;
-    s->retry_on = json_object_get(tr, "retry_on");
-    s->banned = json_object_get(hook(s, "reply_filter"), "banned");
+    s->hc = c;
+    s->h = harness_compiled_json(c);
+    s->loader = harness_compiled_loader(c);
+    s->loader_arg = harness_compiled_loader_arg(c);
+    s->lim = harness_compiled_limits(c);
+    s->retry_on = harness_compiled_retry_on(c);
+    s->banned = harness_compiled_banned(c);
     size_t i;
     json_t *p;
     json_array_foreach(json_object_get(hook(s, "input_check"), "patterns"), i, p) {
@@ -276,8 +250,6 @@ void sim_free(sim *s)
     clear_harness(s);
     free(s->answers);
     free(s->used);
-    free(s->htools.e);
-    free(s->hskills.e);
     sbuf_free(&s->key);
     pcre2_match_data_free(s->md);
     free(s->evnum);
@@ -586,9 +558,9 @@ static const char *inject(sim *s, long gold, json_t *callrec)
         int fail;
         if (retryable) {
             /* Unresolved within the allowed retries: it stays failed. */
-            int unresolved = times > s->max_retries;
+            int unresolved = times > s->lim->max_retries;
             fail = a <= times || unresolved;
-            if (unresolved && a > s->max_retries + 1) event(s, "tool_retry", "detail", json_string("retry_limit"));
+            if (unresolved && a > s->lim->max_retries + 1) event(s, "tool_retry", "detail", json_string("retry_limit"));
         } else {
             fail = 1;
             if (a > 1) event(s, "tool_retry", "detail", json_string("retry_not_allowed"));
@@ -943,49 +915,6 @@ json_t *sim_tool_content(sim *s, const char *name, const json_t *arguments, cons
     return r.content;
 }
 
-/* ---- reply measures ------------------------------------------------------------ */
-
-static int is_emoji(utf8proc_int32_t c)
-{
-    return (c >= 0x1F300 && c <= 0x1FAFF && !(c >= 0x1F3FB && c <= 0x1F3FF))
-        || (c >= 0x1F000 && c <= 0x1F2FF) || (c >= 0x2600 && c <= 0x27BF)
-        || c == 0x2B50 || c == 0x2B55 || c == 0x2B06 || c == 0x2B07 || c == 0x2B1B || c == 0x2B1C
-        || c == 0x203C || c == 0x2049 || c == 0x3030 || c == 0x303D;
-}
-
-void sim_count_measures(const char *text, long *chars, long *emoji)
-{
-    /* Characters and emoji in one walk, up to the first invalid sequence
-     * or the NUL; a ZWJ sequence is one emoji. */
-    long n = 0, e = 0;
-    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)text;
-    utf8proc_int32_t c, prev = 0;
-    for (;;) {
-        utf8proc_ssize_t k = utf8proc_iterate(p, -1, &c);
-        if (k <= 0 || c == 0) break;
-        p += k;
-        n++;
-        if (is_emoji(c) && prev != 0x200D) e++;
-        prev = c;
-    }
-    *chars = n;
-    *emoji = e;
-}
-
-long sim_count_chars(const char *text)
-{
-    long n, e;
-    sim_count_measures(text, &n, &e);
-    return n;
-}
-
-long sim_count_emoji(const char *text)
-{
-    long n, e;
-    sim_count_measures(text, &n, &e);
-    return e;
-}
-
 static int word_char(unsigned char c) { return isalnum(c) || c == '_'; }
 
 /* s[0..n] with ASCII letters lowered into out: the case folding of
@@ -1159,14 +1088,7 @@ static const char *reply_checks(sim *s, const char *text, json_t *fails, json_t 
         FAIL("reply_filter", "on_violation");
     }
     char *ferr = NULL;
-    if (s->has_max_chars || s->has_max_emoji) {
-        long nc, ne;
-        sim_count_measures(text, &nc, &ne);
-        if (s->has_max_chars && nc > (long)s->max_chars)
-            ferr = xasprintf("%ld characters, at most %g allowed", nc, s->max_chars);
-        else if (s->has_max_emoji && ne > (long)s->max_emoji)
-            ferr = xasprintf("%ld emoji, at most %g allowed", ne, s->max_emoji);
-    }
+    if (s->lim && s->lim->format_hook) ferr = harness_limits_broken(s->lim, text);
     if (ferr) {
         vars = json_pack("{s:s}", "error", ferr);
         free(ferr);

@@ -288,7 +288,9 @@ static void test_long_reply_loses_effectiveness(void)
     sbuf b;
     sbuf_init(&b);
     sbuf_printf(&b, "@%s it's ¥%g now", nick(t), price);
-    while (sim_count_chars(b.s) <= maxc) sbuf_puts(&b, ", really worth a look");
+    harness_measure m;
+    for (harness_measure_text(b.s, &m); m.chars <= maxc; harness_measure_text(b.s, &m))
+        sbuf_puts(&b, ", really worth a look");
     judge_verdict v;
     score(t, h, play(t, h, price_policy(t, "{\"skill\":\"price_promo\"}", b.s)), &v);
     CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 0.5, 0);
