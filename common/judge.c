@@ -5,6 +5,7 @@
 #include "harness.h"
 #include "harness_compile.h"
 #include "jsonl.h"
+#include "judge_lexicon.h"
 #include "sim.h"
 #include "tasks.h"
 #include "util.h"
@@ -29,6 +30,8 @@ struct judge {
     double        cot_budget, cot_scale, cot_max;
     const json_t *ded, *t_decline, *t_redirect, *t_honest, *t_promise, *t_question, *currency;
     json_t       *statuses;        /* order status words of the world */
+    const judge_lexicon *lex;      /* claims and honesty by meaning (data/judge/lexicon.json) */
+    pcre2_match_data *md;
     task_arena   *arena;           /* the view of the JSON task being scored */
     /* the harness in use: the simulator's compiled view (its limits are
      * those the system prompt states, binding the reply whether or not a
@@ -95,6 +98,13 @@ judge *judge_new(const world *w, const json_t *config, char **err)
     judge *j = xcalloc(1, sizeof *j);
     j->w = w;
     j->cfg = c;
+    if (!(j->lex = judge_lexicon_get())) {
+        *err = xstrdup("no judge lexicon (data/judge/lexicon.json)");
+        json_decref(c);
+        free(j);
+        return NULL;
+    }
+    j->md = pcre2_match_data_create(1, NULL);
     j->s = sim_new(w);
     j->arena = task_arena_new();
     const json_t *wt = json_object_get(c, "weights"), *p = json_object_get(c, "pass"), *cot = json_object_get(c, "cot");
@@ -132,6 +142,7 @@ void judge_free(judge *j)
 {
     if (!j) return;
     sim_free(j->s);
+    pcre2_match_data_free(j->md);
     task_arena_free(j->arena);
     json_decref(j->cfg);
     json_decref(j->statuses);
@@ -250,9 +261,10 @@ static int think_tokens(const char *content)
     return n;
 }
 
-/* Numbers of a reply with their positions, @mentions skipped (as the
- * simulator's factual_risk reads them); cur = marked as money. */
-typedef struct { double v; int cur; } rnum;
+/* Numbers of a reply with their positions, as the simulator reads them
+ * (sim_scan_numbers), and numbers written as words before a unit ("three
+ * to five days"); cur = marked as money. */
+typedef struct { double v; int cur; size_t at; } rnum;
 
 static int marker_before(const char *text, const char *p, const json_t *cur)
 {
@@ -276,30 +288,55 @@ static int marker_after(const char *p, const json_t *cur)
     return 0;
 }
 
-static int reply_numbers(const char *text, const json_t *cur, rnum *out, int max)
+/* Number words at p: "five", "three to five", "3 to five" when a unit
+ * follows; appended to out.  Returns the bytes read (0: none). */
+static size_t word_numbers(const judge_lexicon *L, const char *text, const char *p, rnum *out, int *n, int max)
 {
+    double v1, v2;
+    size_t l1, l2;
+    if (!judge_lexicon_number_word(L, p, &v1, &l1)) return 0;
+    const char *q = p + l1;
+    size_t u = judge_lexicon_unit(L, q);
+    if (u) {
+        if (*n < max) out[(*n)++] = (rnum){ v1, 0, (size_t)(p - text) };
+        return l1 + u;
+    }
+    /* a range: "three to five days", "two or three weeks", "four-six days" */
+    const char *r = q;
+    while (*r == ' ') r++;
+    if (!strncasecmp(r, "to ", 3) || !strncasecmp(r, "or ", 3)) r += 3;
+    else if (*r == '-') r++;
+    else return 0;
+    while (*r == ' ') r++;
+    if (!judge_lexicon_number_word(L, r, &v2, &l2) || !(u = judge_lexicon_unit(L, r + l2))) return 0;
+    if (*n < max) out[(*n)++] = (rnum){ v1, 0, (size_t)(p - text) };
+    if (*n < max) out[(*n)++] = (rnum){ v2, 0, (size_t)(r - text) };
+    return (size_t)(r + l2 + u - p);
+}
+
+static int reply_numbers(const judge *j, const char *text, const json_t *cur, rnum *out, int max)
+{
+    sim_number sn[64];
+    size_t k = sim_scan_numbers(text, 1, sn, 64);
     int n = 0;
-    const char *p = text;
-    while (*p && n < max) {
-        if (*p == '@') {
-            while (*p && *p != ' ' && *p != ',' && *p != ':' && *p != '\n') p++;
+    for (size_t i = 0; i < k && i < 64 && n < max; i++) {
+        out[n].v = sn[i].v;
+        out[n].at = sn[i].at;
+        out[n].cur = marker_before(text, text + sn[i].at, cur) || marker_after(text + sn[i].end, cur);
+        n++;
+    }
+    int nd = n;
+    for (const char *p = text; *p && n < max; ) {
+        if (isalpha((unsigned char)*p) && (p == text || !isalnum((unsigned char)p[-1]))) {
+            size_t used = word_numbers(j->lex, text, p, out, &n, max);
+            p += used ? used : 1;
             continue;
         }
-        unsigned char prev = p == text ? ' ' : (unsigned char)p[-1];
-        if (isdigit((unsigned char)*p) && !isalnum(prev) && prev != '_' && prev != '.') {
-            char *e;
-            double d = strtod(p, &e);
-            if (e > p && e[-1] == '.') e--;
-            out[n].v = d;
-            out[n].cur = marker_before(text, p, cur) || marker_after(e, cur);
-            n++;
-            p = e;
-            while (isdigit((unsigned char)*p) || *p == '.') p++;
-            continue;
-        }
-        if (isalnum((unsigned char)*p)) { while (isalnum((unsigned char)*p)) p++; continue; }
         p++;
     }
+    /* in reading order */
+    for (int a = nd; a < n; a++)
+        for (int b = a; b > 0 && out[b - 1].at > out[b].at; b--) { rnum t = out[b]; out[b] = out[b - 1]; out[b - 1] = t; }
     return n;
 }
 
@@ -320,6 +357,7 @@ typedef struct {
     const json_t  *h, *rec;
     const char    *reply;          /* accepted reply, or the last offered one */
     char          *lc;             /* reply lowered by ascii_lower, for has_word */
+    char          *tf;             /* reply in token_form, for has_phrase */
     int            accepted;
     int            replayed;       /* rec is j->s's record of this task (judge_score) */
 } ctx;
@@ -513,13 +551,167 @@ static const char *competitor(ctx *x, const char *key, const task_view_fact *gol
     return NULL;
 }
 
+/* s lowered, each run of ASCII that is not a letter or digit made one
+ * space, with a space at both ends (malloc'd): the form phrases are
+ * compared in, so that "03 sand / 50ml" is "03 sand 50ml" and a phrase
+ * is found only as whole tokens (size "S" is not the s of "sizes", "L"
+ * not the end of "XL", "M" not the m of "cm"). */
+static char *token_form(const char *s)
+{
+    size_t n = strlen(s);
+    char *t = xmalloc(n + 3), *o = t;
+    *o++ = ' ';
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c >= 0x80 || isalnum(c)) *o++ = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        else if (o[-1] != ' ') *o++ = ' ';
+    }
+    if (o[-1] != ' ') *o++ = ' ';
+    *o = 0;
+    return t;
+}
+
+/* Whether phrase is in the reply (its token form, x->tf) as whole tokens;
+ * a list ("a, b and c") when each item is, in any order. */
+static int has_phrase(ctx *x, const char *phrase)
+{
+    char *pf = token_form(phrase);
+    int found = strstr(x->tf, pf) != NULL;
+    if (!found && (strchr(phrase, ',') || strstr(phrase, " and "))) {
+        /* the items of a list, each on its own */
+        char *items = xstrdup(phrase), *save = NULL;
+        for (char *c = items; *c; c++) if (*c == ',') *c = ';';
+        found = 1;
+        int n = 0;
+        for (char *it = strtok_r(items, ";", &save); it && found; it = strtok_r(NULL, ";", &save)) {
+            char *and = strstr(it, " and ");
+            if (and) { *and = 0; }
+            for (char *part = it; part; part = and ? and + 5 : NULL, and = part && and ? strstr(part, " and ") : NULL) {
+                char *f = token_form(part);
+                if (strcmp(f, " ") && strcmp(f, "  ")) { found &= strstr(x->tf, f) != NULL; n++; }
+                free(f);
+                if (!and) break;
+                *and = 0;
+            }
+        }
+        found &= n > 1;
+        free(items);
+    }
+    free(pf);
+    return found;
+}
+
+/* The words of name (token form, 3+ letters) that other's name lacks:
+ * what tells the two products apart in a reply. */
+static int distinct_words(const char *name, const char *other, char words[][36], int max)
+{
+    char *a = token_form(name), *b = token_form(other ? other : "");
+    int n = 0;
+    for (char *p = a + 1; *p && n < max; ) {
+        char *e = strchr(p, ' ');
+        size_t len = (size_t)(e - p);
+        char w[34];
+        snprintf(w, sizeof w, " %.*s ", (int)(len < 31 ? len : 31), p);
+        if (len >= 3 && !strstr(b, w)) snprintf(words[n++], 36, "%s", w);
+        p = e + 1;
+    }
+    free(a);
+    free(b);
+    return n;
+}
+
+/* Which of the two products (0, 1) the clause [a, b) of the reply names,
+ * or -1 for neither or both. */
+static int clause_product(ctx *x, size_t a, size_t b, char w[2][8][36], const int *nw)
+{
+    char *part = xstrndup(x->reply + a, b - a);
+    char *tf = token_form(part);
+    free(part);
+    int hit[2] = { 0, 0 };
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < nw[k] && !hit[k]; i++) hit[k] = strstr(tf, w[k][i]) != NULL;
+    free(tf);
+    return hit[0] == hit[1] ? -1 : hit[1];
+}
+
+/* A clause boundary at p: , ; . ! ? a newline, " vs ", " and ", " while ". */
+static size_t clause_break(const char *p)
+{
+    if (strchr(",;.!?\n", *p) && *p) return 1;
+    if (!strncasecmp(p, " vs", 3) && !isalnum((unsigned char)p[3])) return 3;
+    if (!strncasecmp(p, " and ", 5)) return 4;
+    if (!strncasecmp(p, " while ", 7)) return 6;
+    if (!strncasecmp(p, " but ", 5)) return 4;
+    return 0;
+}
+
+/* A comparison of two products (facts price and price2): each price is
+ * stated for its own product.  A money number is bound to the product its
+ * clause names; with no product named anywhere, the prices are read in
+ * the order the viewer named the products.  Returns 1 after a reason. */
+static int check_bound_prices(ctx *x, const rnum *nums, int nn)
+{
+    const task_view_fact *f1 = NULL, *f2 = NULL;
+    for (size_t f = 0; f < x->t->nfacts; f++) {
+        if (x->t->facts[f].str) continue;
+        if (!strcmp(x->t->facts[f].key, "price")) f1 = &x->t->facts[f];
+        if (!strcmp(x->t->facts[f].key, "price2")) f2 = &x->t->facts[f];
+    }
+    if (!f1 || !f2 || fabs(f1->num - f2->num) < 1e-6 || x->t->ncalls < 2) return 0;
+    const char *id2 = NULL;
+    for (size_t a = 0; a < x->t->calls[1].nargs; a++)
+        if (!strcmp(x->t->calls[1].args[a].key, "product")) id2 = x->t->calls[1].args[a].str;
+    const json_t *p1 = world_product_by_id(x->j->w, x->t->product ? x->t->product : "");
+    const json_t *p2 = world_product_by_id(x->j->w, id2 ? id2 : "");
+    const char *n1 = sget(p1, "name"), *n2 = sget(p2, "name");
+    if (!n1 || !n2) return 0;
+    char w[2][8][36];
+    int nw[2] = { distinct_words(n1, n2, w[0], 8), distinct_words(n2, n1, w[1], 8) };
+    const double want[2] = { f1->num, f2->num };
+    const char *names[2] = { n1, n2 };
+    int any_named = 0, order = 0;
+    size_t start = 0, len = strlen(x->reply);
+    /* bound: each money number equal to one of the two prices */
+    for (size_t i = 0; i <= len; i++) {
+        size_t brk = i < len ? clause_break(x->reply + i) : 1;
+        if (!brk) continue;
+        int who = clause_product(x, start, i, w, nw);
+        any_named |= who >= 0;
+        for (int k = 0; k < nn && who >= 0; k++) {
+            if (nums[k].at < start || nums[k].at >= i || !nums[k].cur) continue;
+            int is0 = fabs(nums[k].v - want[0]) < 1e-6, is1 = fabs(nums[k].v - want[1]) < 1e-6;
+            if ((is0 && who == 1 && !is1) || (is1 && who == 0 && !is0)) {
+                reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply gives ¥%.15g for %s, the tools say ¥%.15g",
+                       who ? "price2" : "price", nums[k].v, names[who], want[who]);
+                return 1;
+            }
+        }
+        start = i + brk;
+        i = start - 1;
+    }
+    if (any_named) return 0;
+    for (int k = 0; k < nn; k++) {         /* unnamed: in the viewer's order */
+        if (!nums[k].cur) continue;
+        int is0 = fabs(nums[k].v - want[0]) < 1e-6, is1 = fabs(nums[k].v - want[1]) < 1e-6;
+        if (!is0 && !is1) continue;
+        if ((order == 0 && is1) || (order == 1 && is0)) {
+            reason(x, "fact_wrong", JUDGE_ACCURACY, "prices in the wrong order: ¥%.15g is %s's, ¥%.15g %s's",
+                   want[0], n1, want[1], n2);
+            return 1;
+        }
+        order++;
+        if (order == 2) break;
+    }
+    return 0;
+}
+
 static void check_facts(ctx *x, const rnum *nums, int nn)
 {
     char buf[64], val[64];
     for (size_t f = 0; f < x->t->nfacts; f++) {
         const task_view_fact *v = &x->t->facts[f];
         const char *k = v->key;
-        int present = v->str ? strcasestr(x->reply, v->str) != NULL : has_number(nums, nn, v->num);
+        int present = v->str ? has_phrase(x, v->str) : has_number(nums, nn, v->num);
         if (present) continue;
         if (!v->str) snprintf(val, sizeof val, "%.15g", v->num);   /* for the reason */
         else snprintf(val, sizeof val, "%s", v->str);
@@ -528,9 +720,62 @@ static void check_facts(ctx *x, const rnum *nums, int nn)
         else if (!strcmp(k, "alternative")) reason(x, "no_alternative", JUDGE_EFFECTIVENESS, "sold out: in-stock %s not offered", val);
         else reason(x, "fact_missing", JUDGE_EFFECTIVENESS, "%s %s not stated", k, val);
     }
+    check_bound_prices(x, nums, nn);
 }
 
-static void check_reply(ctx *x, int unrecovered)
+/* Claims by meaning (data/judge/lexicon.json families), then the exact
+ * terms of the config's promise list, the task's must_not and the
+ * harness's banned list. */
+static void check_claims(ctx *x)
+{
+    judge *j = x->j;
+    char what[96];
+    int f = judge_lexicon_claim(j->lex, j->md, x->reply, what, sizeof what);
+    if (f >= 0) {
+        int comp = !strcmp(judge_lexicon_family_component(j->lex, f), "accuracy") ? JUDGE_ACCURACY : JUDGE_EFFECTIVENESS;
+        reason(x, judge_lexicon_family_code(j->lex, f), comp, "%s claim '%s'", judge_lexicon_family_name(j->lex, f), what);
+    }
+    const char *t = any_word(x->lc, j->t_promise);
+    if (t && (f < 0 || strcmp(judge_lexicon_family_code(j->lex, f), "false_promise")))
+        reason(x, "false_promise", JUDGE_ACCURACY, "promise term '%s'", t);
+    t = any_word_of(x->lc, x->t->must_not, x->t->nmust_not);
+    if (!t) t = any_word(x->lc, harness_compiled_banned(j->hc));
+    if (t && (f < 0 || strcmp(judge_lexicon_family_code(j->lex, f), "banned_claim")))
+        reason(x, "banned_claim", JUDGE_EFFECTIVENESS, "banned claim '%s'", t);
+}
+
+/* After a needed call failed for good: the reply says so plainly (an
+ * apology alone is not honesty) and does not state or imply a result the
+ * call never returned.  Both are accuracy: what the viewer is told is
+ * false otherwise. */
+static void check_fault_honesty(ctx *x)
+{
+    judge *j = x->j;
+    char what[96];
+    if (judge_lexicon_has(j->lex, j->md, LEX_SUCCESS_CLAIM, x->reply, what, sizeof what))
+        reason(x, "claims_after_fault", JUDGE_ACCURACY, "a needed call failed, yet the reply says '%s'", what);
+    else if (!judge_lexicon_has(j->lex, j->md, LEX_FAULT_HONEST, x->reply, NULL, 0))
+        reason(x, "dishonest_after_fault", JUDGE_ACCURACY, "a needed call failed for good and the reply does not say so");
+}
+
+/* A request the harness has no tool for: the reply says plainly that
+ * this cannot be done here (or asks what else would help), without
+ * blaming a fault that did not happen. */
+static void check_unservable(ctx *x)
+{
+    judge *j = x->j;
+    char what[96];
+    if (judge_lexicon_has(j->lex, j->md, LEX_INVENTED_FAULT, x->reply, what, sizeof what))
+        reason(x, "invented_fault", JUDGE_ACCURACY, "no call failed, yet the reply says '%s'", what);
+    if (!judge_lexicon_has(j->lex, j->md, LEX_DECLINE, x->reply, NULL, 0) && !strchr(x->reply, '?'))
+        reason(x, "no_honest_decline", JUDGE_EFFECTIVENESS, "the harness has no tool for this request and the reply does not say it cannot be done here");
+}
+
+/* What check_tools found about the needed calls. */
+enum { NEED_FAILED = 1,        /* a needed call never succeeded (a fault, a spent budget) */
+       NEED_UNSERVABLE = 2 };  /* the harness has no tool for a needed call */
+
+static void check_reply(ctx *x, int need)
 {
     judge *j = x->j;
     const char *reply = x->reply;
@@ -556,15 +801,14 @@ static void check_reply(ctx *x, int unrecovered)
     if (bad) reason(x, "unsupported_value", JUDGE_ACCURACY, "%s is in no tool result", bad);
     free(bad);
     x->lc = ascii_lower(reply);
-    const char *t = any_word(x->lc, j->t_promise);
-    if (t) reason(x, "false_promise", JUDGE_ACCURACY, "promise term '%s'", t);
+    x->tf = token_form(reply);
+    check_claims(x);
     rnum nums[64];
-    int nn = reply_numbers(reply, j->currency, nums, 64);
-    if (!unrecovered) check_facts(x, nums, nn);
+    int nn = reply_numbers(j, reply, j->currency, nums, 64);
+    if (!need) check_facts(x, nums, nn);
+    else if (need & NEED_FAILED) check_fault_honesty(x);
+    else check_unservable(x);
     /* effectiveness */
-    t = any_word_of(x->lc, x->t->must_not, x->t->nmust_not);
-    if (!t) t = any_word(x->lc, harness_compiled_banned(j->hc));
-    if (t) reason(x, "banned_claim", JUDGE_EFFECTIVENESS, "banned claim '%s'", t);
     for (size_t i = 0; i < x->t->nmust; i++) {
         const char *c = x->t->must[i];
         if (!strcmp(c, "address_viewer")) {
@@ -591,13 +835,11 @@ static void check_reply(ctx *x, int unrecovered)
         reason(x, "reply_too_long", JUDGE_EFFECTIVENESS, "%ld characters, at most %ld allowed", m.chars, j->lim->max_chars);
     if (j->lim->max_emoji >= 0 && m.emoji > j->lim->max_emoji)
         reason(x, "too_many_emoji", JUDGE_EFFECTIVENESS, "%ld emoji, at most %ld allowed", m.emoji, j->lim->max_emoji);
-    if (unrecovered && !any_word(x->lc, j->t_honest))
-        reason(x, "dishonest_after_fault", JUDGE_TOOLS, "a needed call failed for good and the reply does not say so");
 }
 
 /* ---- tool rationality ------------------------------------------------------------------ */
 
-/* Returns 1 when a needed call never succeeded (the facts cannot be known). */
+/* Returns NEED_ flags: whether the facts can be known. */
 static int check_tools(ctx *x)
 {
     const json_t *calls = json_object_get(x->rec, "calls");
@@ -641,22 +883,23 @@ static int check_tools(ctx *x)
     if (mc >= 0 && ncalls > mc) reason(x, "too_many_calls", JUDGE_TOOLS, "%ld tool calls, at most %ld allowed", ncalls, mc);
     if (mt >= 0 && nturns > mt) reason(x, "too_many_turns", JUDGE_TOOLS, "%ld assistant turns, at most %ld allowed", nturns, mt);
     int budget_left = (mc < 0 || ncalls < mc) && (mt < 0 || nturns < mt);
-    int unrecovered = 0;
+    int need = 0;
     for (i = 0; i < ng; i++) {
         const char *fn = x->t->calls[i].function;
-        if (!fn || !sim_tool_by_function(x->j->s, fn)) { unrecovered = 1; continue; }   /* no tool: cannot be known */
+        if (!fn || !sim_tool_by_function(x->j->s, fn)) { need |= NEED_UNSERVABLE; continue; }
         if (i < 64 && !made[i]) {
+            /* not made with budget to spare: the facts are still owed */
             if (budget_left) reason(x, "missing_call", JUDGE_TOOLS, "needed call %s not made", fn);
-            unrecovered = 1;
+            else need |= NEED_FAILED;
         }
-        if (i < 64 && made[i] && !okd[i]) unrecovered = 1;
+        if (i < 64 && made[i] && !okd[i]) need |= NEED_FAILED;
     }
     json_array_foreach(json_object_get(x->rec, "faults"), i, e) {
         long a = (long)json_integer_value(json_object_get(e, "attempts")), f = (long)json_integer_value(json_object_get(e, "failed"));
         if (a > 0 && f == a && json_is_true(json_object_get(e, "recoverable")) && budget_left)
             reason(x, "gave_up", JUDGE_TOOLS, "a %s fault hooks.tool_retry allows retrying was not retried enough", sget(e, "type"));
     }
-    return unrecovered;
+    return need;
 }
 
 /* ---- skill selection ------------------------------------------------------------------- */
@@ -744,8 +987,8 @@ static void score(ctx *x)
 {
     judge *j = x->j;
     judge_verdict *out = x->v;
-    int unrecovered = check_tools(x);
-    check_reply(x, unrecovered);
+    int need = check_tools(x);
+    check_reply(x, need);
     check_skills(x);
     if (out->cot_tokens > j->cot_budget) {
         reason(x, "cot_over_budget", -1, "%d reasoning tokens, budget %g", out->cot_tokens, j->cot_budget);
@@ -761,7 +1004,8 @@ static void score(ctx *x)
     out->score[JUDGE_COT] = over > 0 ? fmin(j->cot_max, over / j->cot_scale) : 0;
     judge_total(j, out);
     free(x->lc);
-    x->lc = NULL;
+    free(x->tf);
+    x->lc = x->tf = NULL;
 }
 
 static int bad_input(judge_verdict *out, char *err)

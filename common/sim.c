@@ -8,6 +8,7 @@
 #include "sim.h"
 #include "harness.h"
 #include "harness_compile.h"
+#include "judge_lexicon.h"
 #include "jsonl.h"
 #include "util.h"
 
@@ -954,29 +955,88 @@ const char *sim_banned_term(const char *text, const json_t *banned)
     return found;
 }
 
-/* Numbers of text (skipping @mentions when skip_at), appended to *v. */
-static void numbers(const char *text, int skip_at, double **v, size_t *n, size_t *cap)
+/* One number of a text at p (a digit that does not continue a word or a
+ * decimal): its value and where it ends.  In a reply (reply != 0) a
+ * thousands separator joins groups ("1,119" is 1119, "¥12,345.50"
+ * 12345.5); tool results are JSON, where a comma separates values.  The
+ * letters x and X and * between digits separate dimensions (30x20x15). */
+static double number_at(const char *p, int reply, const char **end)
 {
+    char buf[64];
+    size_t n = 0;
+    const char *q = p;
+    while (isdigit((unsigned char)*q) && n < 40) buf[n++] = *q++;
+    while (reply && q[0] == ',' && isdigit((unsigned char)q[1]) && isdigit((unsigned char)q[2])
+           && isdigit((unsigned char)q[3]) && !isdigit((unsigned char)q[4]) && n < 40) {
+        memcpy(buf + n, q + 1, 3);
+        n += 3;
+        q += 4;
+    }
+    if (q[0] == '.' && isdigit((unsigned char)q[1])) {
+        buf[n++] = *q++;
+        while (isdigit((unsigned char)*q) && n < 60) buf[n++] = *q++;
+    }
+    buf[n] = 0;
+    while (isdigit((unsigned char)*q) || (*q == '.' && isdigit((unsigned char)q[1]))) q++;
+    *end = q;
+    return strtod(buf, NULL);
+}
+
+/* Letters that may stand right before a number without hiding it: a
+ * dimension's x, a currency code (RMB199). */
+static int number_prefix(const char *w, size_t n)
+{
+    return (n == 1 && (*w == 'x' || *w == 'X')) || (n == 3 && (!strncasecmp(w, "RMB", 3) || !strncasecmp(w, "CNY", 3)));
+}
+
+size_t sim_scan_numbers(const char *text, int reply, sim_number *out, size_t max)
+{
+    size_t k = 0;
     const char *p = text;
-    while (*p) {
-        if (skip_at && *p == '@') {
+    while (p && *p) {
+        if (reply && *p == '@') {
             while (*p && *p != ' ' && *p != ',' && *p != ':' && *p != '\n') p++;
             continue;
         }
         unsigned char prev = p == text ? ' ' : (unsigned char)p[-1];
         if (isdigit((unsigned char)*p) && !isalnum(prev) && prev != '_' && prev != '.') {
-            char *e;
-            double d = strtod(p, &e);
-            if (e > p && e[-1] == '.') e--;          /* "5." ends a sentence */
-            if (*n == *cap) { *cap = *cap ? *cap * 2 : 16; *v = xrealloc(*v, *cap * sizeof **v); }
-            (*v)[(*n)++] = d;
+            const char *e;
+            double d = number_at(p, reply, &e);
+            if (k < max) out[k] = (sim_number){ d, (size_t)(p - text), (size_t)(e - text) };
+            k++;
             p = e;
-            while (isdigit((unsigned char)*p) || *p == '.') p++;
+            /* 30x20x15: the x and the next number */
+            if ((*p == 'x' || *p == 'X' || *p == '*') && isdigit((unsigned char)p[1])) p++;
             continue;
         }
-        if (isalnum((unsigned char)*p)) { while (isalnum((unsigned char)*p)) p++; continue; }
+        if (isalnum((unsigned char)*p)) {
+            const char *w = p;
+            while (isalpha((unsigned char)*p)) p++;
+            if (isdigit((unsigned char)*p) && number_prefix(w, (size_t)(p - w))) {
+                const char *e;
+                double d = number_at(p, reply, &e);
+                if (k < max) out[k] = (sim_number){ d, (size_t)(p - text), (size_t)(e - text) };
+                k++;
+                p = e;
+                continue;
+            }
+            while (isalnum((unsigned char)*p)) p++;
+            continue;
+        }
         p++;
     }
+    return k;
+}
+
+/* Numbers of text (a reply's when reply), appended to *v. */
+static void numbers(const char *text, int reply, double **v, size_t *n, size_t *cap)
+{
+    sim_number few[32], *nb = few;
+    size_t k = sim_scan_numbers(text, reply, few, 32);
+    if (k > 32) { nb = xmalloc(k * sizeof *nb); sim_scan_numbers(text, reply, nb, k); }
+    if (*n + k > *cap) { *cap = (*n + k) * 2 + 16; *v = xrealloc(*v, *cap * sizeof **v); }
+    for (size_t i = 0; i < k; i++) (*v)[(*n)++] = nb[i].v;
+    if (nb != few) free(nb);
 }
 
 /* Coupon-code-like tokens: two or more capitals then digits. */
@@ -995,16 +1055,37 @@ static const char *next_code(const char *p, size_t *len)
     return NULL;
 }
 
-/* The first of the reply's numbers rv[0..rn) that is none of ev[0..en),
- * as text, or NULL. */
-static char *unmatched_number(const double *rv, size_t rn, const double *ev, size_t en)
+static int among(double x, const double *ev, size_t en)
 {
-    for (size_t a = 0; a < rn; a++) {
-        int found = 0;
-        for (size_t b = 0; b < en && !found; b++) found = fabs(rv[a] - ev[b]) < 1e-6;
-        if (!found) return xasprintf("%.15g", rv[a]);
+    for (size_t b = 0; b < en; b++) if (fabs(x - ev[b]) < 1e-6) return 1;
+    return 0;
+}
+
+/* x is the difference or the sum of two of ev: a saving, a gap, a total. */
+static int arithmetic_of(double x, const double *ev, size_t en)
+{
+    for (size_t a = 0; a < en; a++)
+        for (size_t b = a + 1; b < en; b++)
+            if (fabs(fabs(ev[a] - ev[b]) - x) < 1e-6 || fabs(ev[a] + ev[b] - x) < 1e-6) return 1;
+    return 0;
+}
+
+/* The first number of reply that is none of ev[0..en) (nor, where an
+ * arithmetic word such as "save" or "difference" stands before it, a
+ * difference or sum of two of them), as text, or NULL. */
+static char *unmatched_number(const char *reply, const double *ev, size_t en)
+{
+    sim_number few[32], *rv = few;
+    size_t rn = sim_scan_numbers(reply, 1, few, 32);
+    if (rn > 32) { rv = xmalloc(rn * sizeof *rv); sim_scan_numbers(reply, 1, rv, rn); }
+    char *bad = NULL;
+    for (size_t a = 0; a < rn && !bad; a++) {
+        if (among(rv[a].v, ev, en)) continue;
+        if (judge_lexicon_arith_before(judge_lexicon_get(), reply, rv[a].at) && arithmetic_of(rv[a].v, ev, en)) continue;
+        bad = xasprintf("%.15g", rv[a].v);
     }
-    return NULL;
+    if (rv != few) free(rv);
+    return bad;
 }
 
 /* The first code of the reply (not an @mention) found neither in the
@@ -1025,16 +1106,12 @@ static char *unmatched_code(const char *reply, const char *viewer_text, const js
 
 char *sim_unsupported_value(const char *reply, const json_t *evidence, const char *viewer_text)
 {
-    double *rv = NULL, *ev = NULL;
-    size_t rn = 0, rc = 0, en = 0, ec = 0, i;
+    double *ev = NULL;
+    size_t en = 0, ec = 0, i;
     json_t *t;
-    numbers(reply, 1, &rv, &rn, &rc);
-    if (rn) {
-        json_array_foreach(evidence, i, t) numbers(json_string_value(t), 0, &ev, &en, &ec);
-        if (viewer_text) numbers(viewer_text, 0, &ev, &en, &ec);
-    }
-    char *bad = unmatched_number(rv, rn, ev, en);
-    free(rv);
+    json_array_foreach(evidence, i, t) numbers(json_string_value(t), 0, &ev, &en, &ec);
+    if (viewer_text) numbers(viewer_text, 0, &ev, &en, &ec);
+    char *bad = unmatched_number(reply, ev, en);
     free(ev);
     return bad ? bad : unmatched_code(reply, viewer_text, evidence);
 }
@@ -1044,11 +1121,7 @@ char *sim_unsupported_value(const char *reply, const json_t *evidence, const cha
  * appended to s->evidence has its numbers appended to s->evnum). */
 char *sim_unsupported(sim *s, const char *reply)
 {
-    double *rv = NULL;
-    size_t rn = 0, rc = 0;
-    numbers(reply, 1, &rv, &rn, &rc);
-    char *bad = unmatched_number(rv, rn, s->evnum, s->nev);
-    free(rv);
+    char *bad = unmatched_number(reply, s->evnum, s->nev);
     return bad ? bad : unmatched_code(reply, s->viewer_text, s->evidence);
 }
 

@@ -124,9 +124,19 @@ const json_t *sim_record(const sim *s);
 
 /* Whether a task fault can be recovered from under harness h. */
 int     sim_fault_recoverable(const json_t *h, const json_t *fault);
+/* Numbers as every check reads them: a digit that does not continue a
+ * word or a decimal starts one; in a reply (reply != 0) @mentions are
+ * skipped and thousands separators join ("¥1,119" is 1119); 30x20x15 and
+ * 30×20×15 are three numbers, RMB199 one.  Writes up to max of them to
+ * out (value and byte span) and returns how many there are. */
+typedef struct { double v; size_t at, end; } sim_number;
+size_t  sim_scan_numbers(const char *text, int reply, sim_number *out, size_t max);
 /* The first number or coupon code in reply that appears neither in the
  * evidence texts nor in the viewer's text; NULL when all are supported.
- * @mentions are skipped.  Returned string is malloc'd. */
+ * @mentions are skipped.  A number that an arithmetic word of the
+ * lexicon ("save", "difference", "total": data/judge/lexicon.json) stands
+ * before is supported when it is the difference or sum of two evidence
+ * numbers.  Returned string is malloc'd. */
 char   *sim_unsupported_value(const char *reply, const json_t *evidence, const char *viewer_text);
 /* sim_unsupported_value(reply, evidence of sim_record(s), viewer text of
  * the task), from the evidence numbers s keeps as it goes: the same

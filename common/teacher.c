@@ -59,6 +59,7 @@ typedef struct {
     int nturns;
     json_t *results[MAX_CALLS];  /* unwrapped successful result per gold call */
     int failed[MAX_CALLS], attempts[MAX_CALLS];
+    int missing[MAX_CALLS];      /* the harness has no tool for the gold call */
     int ncalls, tool_calls;
     json_t *msgs;                /* viewer + hook messages in order, see emit */
 } run;
@@ -226,7 +227,8 @@ static int make_calls(run *x, turn *first, int reserve_turns)
             int gi = pending[k];
             const json_t *gc = json_array_get(calls, (size_t)gi);
             const json_t *tool = harness_tool_by_function(x->h, sget(gc, "function"));
-            if (!tool || x->tool_calls >= max_tools) { x->failed[gi] = 1; continue; }
+            if (!tool) { x->missing[gi] = 1; continue; }
+            if (x->tool_calls >= max_tools) { x->failed[gi] = 1; continue; }
             if (!tu && !(tu = new_turn(x, NULL))) return -1;     /* a turn only when a call is made */
             x->attempts[gi]++;
             x->tool_calls++;
@@ -432,10 +434,13 @@ static char *compose_reply(run *x, const limits *L)
 {
     json_t *vars = json_object();
     json_object_set(vars, "nick", json_object_get(json_object_get(x->task, "viewer"), "nick"));
-    int any_failed = 0;
-    for (int i = 0; i < x->ncalls; i++) any_failed |= x->failed[i];
+    int any_failed = 0, any_missing = 0;
+    for (int i = 0; i < x->ncalls; i++) any_failed |= x->failed[i], any_missing |= x->missing[i];
     char key[64], *text;
+    /* A fault is owned up to; a request no tool of the harness serves is
+     * declined as such, with no fault invented for it. */
     if (any_failed) text = choose(x, L, "fault", vars);
+    else if (any_missing) text = choose(x, L, "unavailable", vars);
     else {
         const char *k = reply_vars(x, vars, key, sizeof key);
         text = !strcmp(k, "multi") ? choose_multi(x, L, vars) : choose(x, L, k, vars);

@@ -369,7 +369,9 @@ static void test_repeated_call_loses_tool_rationality(void)
     a = json_pack("[o,o]", calls(call("load_skill", "{\"skill\":\"price_promo\"}"), NULL), reply(text2));
     score(t, H, play(t, H, a), &v);
     CHECK(has_reason(&v, "missing_call"));
-    CHECK(!has_reason(&v, "fact_missing"));          /* never looked up: owed an honest reply, not the fact */
+    /* never looked up, with calls to spare: no fault excuses it, the
+     * fact is still owed */
+    CHECK(has_reason(&v, "fact_missing"));
     CHECK(!has_reason(&v, "dishonest_after_fault"));
     judge_verdict_clear(&v);
     free(text2);
@@ -448,8 +450,10 @@ static void test_fault_behaviour(void)
                   calls(call("get_product", args), NULL), calls(call("get_product", args), NULL), reply(cheery));
     score(t, H, play(t, H, a), &v);
     CHECK(has_reason(&v, "retry_not_allowed"));
-    CHECK(has_reason(&v, "dishonest_after_fault"));
-    CHECK_NEAR(v.score[JUDGE_TOOLS], 0, 1e-12);
+    /* "grab it" implies the lookup answered: accuracy, not a tool matter */
+    CHECK(has_reason(&v, "claims_after_fault"));
+    CHECK_NEAR(v.score[JUDGE_ACCURACY], 0, 0);
+    CHECK_NEAR(v.score[JUDGE_TOOLS], 0.5, 1e-12);
     judge_verdict_clear(&v);
     free(args);
     free(cheery);
