@@ -501,6 +501,8 @@ static int replay(ctx *x, const json_t *msgs, char **err)
 
 /* ---- accuracy and effectiveness -------------------------------------------------------- */
 
+static int has_phrase(ctx *x, const char *phrase);
+
 /* A fact the reply leaves out may still be contradicted: another price in
  * money, another size of the chart, another order status, another
  * variant, another code.  Returns the competitor (static or borrowed). */
@@ -532,9 +534,16 @@ static const char *competitor(ctx *x, const char *key, const task_view_fact *gol
             if (g && strcasecmp(st, g) && !strcasestr(g, st) && has_word(x->lc, st)) return st;
         }
     } else if (!strcmp(key, "variant") || !strcmp(key, "alternative")) {
+        /* For an alternative, the sold-out variant the viewer asked for is
+         * no competitor: a natural reply names it ("X is sold out, Y is in
+         * stock"). */
+        const char *asked = NULL;
+        for (size_t c = 0; !strcmp(key, "alternative") && c < x->t->ncalls; c++)
+            for (size_t a = 0; a < x->t->calls[c].nargs; a++)
+                if (!strcmp(x->t->calls[c].args[a].key, "variant")) asked = x->t->calls[c].args[a].str;
         json_array_foreach(json_object_get(p, "variants"), i, o) {
             const char *vn = sget(o, "name");
-            if (vn && g && strcasecmp(vn, g) && strcasestr(reply, vn)) return vn;
+            if (vn && g && strcasecmp(vn, g) && (!asked || strcasecmp(vn, asked)) && has_phrase(x, vn)) return vn;
         }
     } else if (!strcmp(key, "coupon_code")) {
         for (const char *q = reply; *q; q++) {
@@ -771,6 +780,16 @@ static void check_unservable(ctx *x)
         reason(x, "no_honest_decline", JUDGE_EFFECTIVENESS, "the harness has no tool for this request and the reply does not say it cannot be done here");
 }
 
+/* The reply addresses the viewer: @nick (not the start of a longer
+ * name) within its first words, so "Hey @nick!" does as well as "@nick". */
+static int addressed(const char *reply, const char *nick)
+{
+    size_t n = strlen(nick);
+    for (const char *p = reply; (p = strchr(p, '@')) && p - reply <= 16; p++)
+        if (!strncmp(p + 1, nick, n) && !word_char((unsigned char)p[1 + n])) return 1;
+    return 0;
+}
+
 /* What check_tools found about the needed calls. */
 enum { NEED_FAILED = 1,        /* a needed call never succeeded (a fault, a spent budget) */
        NEED_UNSERVABLE = 2 };  /* the harness has no tool for a needed call */
@@ -812,11 +831,8 @@ static void check_reply(ctx *x, int need)
     for (size_t i = 0; i < x->t->nmust; i++) {
         const char *c = x->t->must[i];
         if (!strcmp(c, "address_viewer")) {
-            const char *nick = x->t->nick;
-            const char *p = reply;
-            while (*p == ' ' || *p == '\n') p++;
-            if (nick && (*p != '@' || strncmp(p + 1, nick, strlen(nick))))
-                reason(x, "not_addressed", JUDGE_EFFECTIVENESS, "the reply does not start with @%s", nick);
+            if (x->t->nick && !addressed(reply, x->t->nick))
+                reason(x, "not_addressed", JUDGE_EFFECTIVENESS, "the reply does not address @%s at its start", x->t->nick);
         } else if (!strcmp(c, "ask_clarifying_question")) {
             int q = 0;
             size_t k;

@@ -181,18 +181,33 @@ static int word_at(const char *p, const char *w, size_t *len)
     return 1;
 }
 
-int judge_lexicon_arith_before(const judge_lexicon *L, const char *text, size_t at)
+/* An arithmetic word starting in text[from, to). */
+static int arith_in(const judge_lexicon *L, const char *text, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        if (i > 0 && isalnum((unsigned char)text[i - 1])) continue;
+        size_t len;
+        for (int k = 0; k < L->narith; k++)
+            if (word_at(text + i, L->arith[k], &len)) return 1;
+    }
+    return 0;
+}
+
+int judge_lexicon_arith_near(const judge_lexicon *L, const char *text, size_t at, size_t end)
 {
     if (!L) return 0;
     size_t s = clause_start(text, at);
     if (at - s > 24) s = at - 24;
+    size_t e = end, n = strlen(text);
+    while (e < n && e < end + 24 && !strchr(".!?;\n", text[e])) e++;
+    /* before: the word must end before the number */
     for (size_t i = s; i < at; i++) {
         if (i > 0 && isalnum((unsigned char)text[i - 1])) continue;
         size_t len;
         for (int k = 0; k < L->narith; k++)
             if (word_at(text + i, L->arith[k], &len) && i + len <= at) return 1;
     }
-    return 0;
+    return arith_in(L, text, end, e);
 }
 
 int judge_lexicon_number_word(const judge_lexicon *L, const char *p, double *v, size_t *len)

@@ -40,9 +40,9 @@ const char *judge_lexicon_family_component(const judge_lexicon *L, int family);
  * LEX_FAULT_HONEST and LEX_DECLINE, which are negations themselves). */
 int  judge_lexicon_has(const judge_lexicon *L, pcre2_match_data *md, int list, const char *text,
                        char *what, size_t wn);
-/* Whether the words just before text[at] (up to 24 bytes back, within the
- * clause) hold an arithmetic marker ("save", "difference", "total"...). */
-int  judge_lexicon_arith_before(const judge_lexicon *L, const char *text, size_t at);
+/* Whether an arithmetic word ("save", "difference", "total", "off"...)
+ * stands within 24 bytes of the number text[at, end), in its clause. */
+int  judge_lexicon_arith_near(const judge_lexicon *L, const char *text, size_t at, size_t end);
 /* The number word at p (lowercase ASCII compared case-insensitively) with
  * its value and length; 0 when none.  Multi-word entries ("a hundred")
  * too. */

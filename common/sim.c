@@ -1039,7 +1039,8 @@ static void numbers(const char *text, int reply, double **v, size_t *n, size_t *
     if (nb != few) free(nb);
 }
 
-/* Coupon-code-like tokens: two or more capitals then digits. */
+/* Coupon-code-like tokens: two or more capitals then digits (not a
+ * currency code before an amount, RMB199). */
 static const char *next_code(const char *p, size_t *len)
 {
     const char *start = p;
@@ -1049,7 +1050,10 @@ static const char *next_code(const char *p, size_t *len)
         while (isupper((unsigned char)*q)) q++;
         const char *d = q;
         while (isdigit((unsigned char)*d)) d++;
-        if (q - p >= 2 && d > q && !isalnum((unsigned char)*d)) { *len = (size_t)(d - p); return p; }
+        if (q - p >= 2 && d > q && !isalnum((unsigned char)*d) && !number_prefix(p, (size_t)(q - p))) {
+            *len = (size_t)(d - p);
+            return p;
+        }
         p = d > q ? d : q;
     }
     return NULL;
@@ -1081,7 +1085,7 @@ static char *unmatched_number(const char *reply, const double *ev, size_t en)
     char *bad = NULL;
     for (size_t a = 0; a < rn && !bad; a++) {
         if (among(rv[a].v, ev, en)) continue;
-        if (judge_lexicon_arith_before(judge_lexicon_get(), reply, rv[a].at) && arithmetic_of(rv[a].v, ev, en)) continue;
+        if (judge_lexicon_arith_near(judge_lexicon_get(), reply, rv[a].at, rv[a].end) && arithmetic_of(rv[a].v, ev, en)) continue;
         bad = xasprintf("%.15g", rv[a].v);
     }
     if (rv != few) free(rv);
