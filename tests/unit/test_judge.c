@@ -8,6 +8,7 @@
 #include "test_pty.h"
 #include "harness.h"
 #include "harness_compile.h"
+#include "grpo.h"
 #include "hsa.h"
 #include "jsonl.h"
 #include "judge.h"
@@ -1138,6 +1139,53 @@ static void test_unservable_request(void)
     json_decref(h);
 }
 
+/* Through the GRPO reward (grpo_reward over the judge's components, the
+ * default weights), each pattern above earns clearly less than the
+ * correct reply to the same conversation. */
+static void test_patterns_earn_no_grpo_reward(void)
+{
+    grpo_config gc;
+    grpo_config_default(&gc);
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    if (!t) { CHECK(0); return; }
+    json_t *msgs = teacher_msgs(t, H);
+    judge_verdict v;
+    rescored(t, H, msgs, &v, "@%s ¥%g now", nick(t), price);
+    double good = grpo_reward(&gc, v.score);
+    judge_verdict_clear(&v);
+    const char *bad[] = { "@%s ¥%g now, it will calm and heal your eczema", "@%s ¥%g now, I've reserved one for you",
+                          "@%s ¥%g now, it arrives by Friday for sure", "@%s ¥%g now, helps you slim down",
+                          "@%s ¥%g now, you save ¥1!" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rescored(t, H, msgs, &v, bad[i], nick(t), price);
+        double r = grpo_reward(&gc, v.score);
+        CHECK(r < good - 0.1);
+        if (!(r < good - 0.1)) fprintf(stderr, "  %s: reward %g vs %g\n", bad[i], r, good);
+        judge_verdict_clear(&v);
+    }
+    json_decref(msgs);
+    json_decref(t);
+    /* a junk reply where the harness has no tool for the request */
+    json_t *h = json_deep_copy(H), *tools = json_object_get(h, "tools");
+    size_t i;
+    json_t *tl;
+    json_array_foreach(tools, i, tl)
+        if (!strcmp(json_string_value(json_object_get(tl, "function")), "product.lookup")) { json_array_remove(tools, i); break; }
+    t = price_task(&price, &list);
+    msgs = teacher_msgs(t, h);
+    if (!msgs) { CHECK(0); json_decref(t); json_decref(h); return; }
+    judge_score(J, t, h, msgs, &v);
+    good = grpo_reward(&gc, v.score);
+    judge_verdict_clear(&v);
+    rescored(t, h, msgs, &v, "@%s ok!", nick(t));
+    CHECK(grpo_reward(&gc, v.score) < good - 0.1);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+    json_decref(h);
+}
+
 int main(void)
 {
     setup();
@@ -1168,6 +1216,7 @@ int main(void)
     RUN(test_greeting_addresses);
     RUN(test_honesty_after_fault);
     RUN(test_unservable_request);
+    RUN(test_patterns_earn_no_grpo_reward);
     RUN(test_teacher_full_marks);
     RUN(test_hsa_variants_full_marks);
     judge_free(J);
