@@ -264,7 +264,38 @@ static int think_tokens(const char *content)
 /* Numbers of a reply with their positions, as the simulator reads them
  * (sim_scan_numbers), and numbers written as words before a unit ("three
  * to five days"); cur = marked as money. */
-typedef struct { double v; int cur; size_t at; } rnum;
+typedef struct { double v; int cur; size_t at; char unit; } rnum;
+
+/* The unit word after a number (spaces, a hyphen skipped): 'd' days, 'w'
+ * weeks, 'm' months, 'y' years, 'h' hours, 'g' grams, 'k' kg, 'c' cm,
+ * 'l' ml, 's' stock ("left", "in stock", "units"), '%', or 0. */
+static char unit_after(const char *p)
+{
+    while (*p == ' ' || *p == '-') p++;
+    static const struct { const char *w; char u; } units[] = {
+        { "business day", 'd' }, { "working day", 'd' }, { "day", 'd' }, { "week", 'w' }, { "month", 'm' },
+        { "year", 'y' }, { "hour", 'h' }, { "hr", 'h' }, { "kg", 'k' }, { "g", 'g' }, { "gram", 'g' },
+        { "cm", 'c' }, { "ml", 'l' }, { "left", 's' }, { "in stock", 's' }, { "units", 's' }, { "pieces", 's' },
+        { "%", '%' },
+    };
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        size_t n = strlen(units[i].w);
+        if (!strncasecmp(p, units[i].w, n) && (units[i].w[n - 1] == '%' || !isalpha((unsigned char)p[n]) || p[n] == 's'))
+            return units[i].u;
+    }
+    return 0;
+}
+
+/* The unit a fact is stated in, from its key. */
+static char fact_unit(const char *key)
+{
+    if (strstr(key, "days")) return 'd';
+    if (strstr(key, "months")) return 'm';
+    if (!strcmp(key, "weight_g")) return 'g';
+    if (strstr(key, "hours")) return 'h';
+    if (!strcmp(key, "stock")) return 's';
+    return 0;
+}
 
 static int marker_before(const char *text, const char *p, const json_t *cur)
 {
@@ -298,7 +329,7 @@ static size_t word_numbers(const judge_lexicon *L, const char *text, const char 
     const char *q = p + l1;
     size_t u = judge_lexicon_unit(L, q);
     if (u) {
-        if (*n < max) out[(*n)++] = (rnum){ v1, 0, (size_t)(p - text) };
+        if (*n < max) out[(*n)++] = (rnum){ v1, 0, (size_t)(p - text), unit_after(q) };
         return l1 + u;
     }
     /* a range: "three to five days", "two or three weeks", "four-six days" */
@@ -309,8 +340,9 @@ static size_t word_numbers(const judge_lexicon *L, const char *text, const char 
     else return 0;
     while (*r == ' ') r++;
     if (!judge_lexicon_number_word(L, r, &v2, &l2) || !(u = judge_lexicon_unit(L, r + l2))) return 0;
-    if (*n < max) out[(*n)++] = (rnum){ v1, 0, (size_t)(p - text) };
-    if (*n < max) out[(*n)++] = (rnum){ v2, 0, (size_t)(r - text) };
+    char un = unit_after(r + l2);
+    if (*n < max) out[(*n)++] = (rnum){ v1, 0, (size_t)(p - text), un };
+    if (*n < max) out[(*n)++] = (rnum){ v2, 0, (size_t)(r - text), un };
     return (size_t)(r + l2 + u - p);
 }
 
@@ -323,6 +355,7 @@ static int reply_numbers(const judge *j, const char *text, const json_t *cur, rn
         out[n].v = sn[i].v;
         out[n].at = sn[i].at;
         out[n].cur = marker_before(text, text + sn[i].at, cur) || marker_after(text + sn[i].end, cur);
+        out[n].unit = unit_after(text + sn[i].end);
         n++;
     }
     int nd = n;
@@ -337,12 +370,27 @@ static int reply_numbers(const judge *j, const char *text, const json_t *cur, rn
     /* in reading order */
     for (int a = nd; a < n; a++)
         for (int b = a; b > 0 && out[b - 1].at > out[b].at; b--) { rnum t = out[b]; out[b] = out[b - 1]; out[b - 1] = t; }
+    /* the first number of a range has the unit of the second: "3-5 days" */
+    for (int a = n - 2; a >= 0; a--) {
+        if (out[a].unit || !out[a + 1].unit) continue;
+        const char *q = text + out[a].at;
+        while (isdigit((unsigned char)*q) || *q == '.' || *q == ',') q++;
+        while (*q == ' ') q++;
+        if (*q == '-' || !strncmp(q, "\xe2\x80\x93", 3) || !strncasecmp(q, "to ", 3) || !strncasecmp(q, "or ", 3))
+            if (out[a + 1].at - out[a].at < 24) out[a].unit = out[a + 1].unit;
+    }
     return n;
 }
 
-static int has_number(const rnum *v, int n, double x)
+/* A fact's number in the reply, in its unit or none: months also as
+ * years (36 months is "three years"), days as weeks. */
+static int has_fact_number(const rnum *v, int n, double x, char unit)
 {
-    for (int i = 0; i < n; i++) if (fabs(v[i].v - x) < 1e-6) return 1;
+    for (int i = 0; i < n; i++) {
+        if (fabs(v[i].v - x) < 1e-6 && (!unit || !v[i].unit || v[i].unit == unit)) return 1;
+        if (unit == 'm' && v[i].unit == 'y' && fabs(v[i].v * 12 - x) < 1e-6) return 1;
+        if (unit == 'd' && v[i].unit == 'w' && fabs(v[i].v * 7 - x) < 1e-6) return 1;
+    }
     return 0;
 }
 
@@ -360,6 +408,7 @@ typedef struct {
     char          *tf;             /* reply in token_form, for has_phrase */
     int            accepted;
     int            replayed;       /* rec is j->s's record of this task (judge_score) */
+    int            no_deduction;   /* the next reason is told, not deducted (check_facts deducts) */
 } ctx;
 
 static void reason(ctx *x, const char *code, int comp, const char *fmt, ...)
@@ -375,7 +424,8 @@ static void reason(ctx *x, const char *code, int comp, const char *fmt, ...)
     json_array_append_new(x->v->reasons, json_pack("{s:s,s:s,s:s}", "code", code,
         "component", comp < 0 ? "replay" : judge_comp_names[comp], "detail", d ? d : ""));
     free(d);
-    if (comp >= 0) x->ded[comp] += num(x->j->ded, code, 1);
+    if (comp >= 0 && !x->no_deduction) x->ded[comp] += num(x->j->ded, code, 1);
+    x->no_deduction = 0;
 }
 
 /* ---- replay ------------------------------------------------------------------------ */
@@ -714,22 +764,161 @@ static int check_bound_prices(ctx *x, const rnum *nums, int nn)
     return 0;
 }
 
-static void check_facts(ctx *x, const rnum *nums, int nn)
+/* Another number in a numeric fact's unit: "40 days" for a 30-day
+ * return window (40 may well be in a tool result: a washing temperature).
+ * Numbers equal to any fact of the task in that unit are no competitor. */
+static const rnum *unit_competitor(ctx *x, const task_view_fact *g, const rnum *nums, int nn)
+{
+    char u = fact_unit(g->key);
+    if (!u) return NULL;
+    for (int i = 0; i < nn; i++) {
+        if (nums[i].unit != u && !(u == 'm' && nums[i].unit == 'y') && !(u == 'd' && nums[i].unit == 'w')) continue;
+        int known = 0;
+        for (size_t f = 0; f < x->t->nfacts && !known; f++) {
+            const task_view_fact *o = &x->t->facts[f];
+            if (o->str || fact_unit(o->key) != u) continue;
+            double v = nums[i].v * (nums[i].unit == 'y' ? 12 : nums[i].unit == 'w' ? 7 : 1);
+            known = fabs(v - o->num) < 1e-6 || fabs(nums[i].v - o->num) < 1e-6;
+        }
+        if (!known) return &nums[i];
+    }
+    return NULL;
+}
+
+static const task_view_fact *fact_of(const task_view *t, const char *key)
+{
+    for (size_t f = 0; f < t->nfacts; f++) if (!strcmp(t->facts[f].key, key)) return &t->facts[f];
+    return NULL;
+}
+
+/* The variant the viewer asked about (a gold call's "variant"), or NULL. */
+static const char *asked_variant(const task_view *t)
+{
+    const char *asked = NULL;
+    for (size_t c = 0; c < t->ncalls; c++)
+        for (size_t a = 0; a < t->calls[c].nargs; a++)
+            if (!strcmp(t->calls[c].args[a].key, "variant")) asked = t->calls[c].args[a].str;
+    return asked;
+}
+
+/* For a sold-out variant any in-stock variant is an alternative: 1 when
+ * the reply offers one, -1 when it offers a sold-out one (*which), 0 when
+ * none. */
+static int offered_alternative(ctx *x, const char **which)
+{
+    const json_t *p = world_product_by_id(x->j->w, x->t->product ? x->t->product : "");
+    const char *asked = asked_variant(x->t);
+    size_t i;
+    json_t *o;
+    int got = 0;
+    json_array_foreach(json_object_get(p, "variants"), i, o) {
+        const char *vn = sget(o, "name");
+        if (!vn || (asked && !strcasecmp(vn, asked)) || !has_phrase(x, vn)) continue;
+        if (json_integer_value(json_object_get(o, "stock")) > 0) got = 1;
+        else { *which = vn; return -1; }
+    }
+    return got;
+}
+
+/* A coupon the reply names, with the money number it gives as the
+ * discount (before "off") or the threshold (after "over", "spend",
+ * "above"): each must be that coupon's.  Returns 1 after a reason. */
+static int check_coupon_terms(ctx *x, const rnum *nums, int nn)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(world_json(x->j->w), "coupons"), i, c) {
+        const char *code = sget(c, "code");
+        if (!code || !has_phrase(x, code)) continue;
+        double disc = json_number_value(json_object_get(c, "discount")), thr = json_number_value(json_object_get(c, "threshold"));
+        const char *at = strcasestr(x->reply, code);
+        size_t from = at ? (size_t)(at - x->reply) : 0;
+        for (int k = 0; k < nn; k++) {
+            if (nums[k].at < from || nums[k].at > from + 80) continue;
+            const char *q = x->reply + nums[k].at;
+            while (isdigit((unsigned char)*q) || *q == '.' || *q == ',') q++;
+            while (*q == ' ' || *q == '%') q++;
+            int is_off = !strncasecmp(q, "off", 3);
+            const char *b = x->reply + nums[k].at;
+            int n_back = 0;
+            while (b > x->reply && n_back < 12) { b--; n_back++; }
+            char back[16];
+            snprintf(back, sizeof back, "%.*s", (int)(x->reply + nums[k].at - b), b);
+            int is_thr = strcasestr(back, "over") || strcasestr(back, "spend") || strcasestr(back, "above") || strcasestr(back, "min");
+            if (is_off && fabs(nums[k].v - disc) > 1e-6) {
+                reason(x, "fact_wrong", JUDGE_ACCURACY, "coupon %s is %g off, the reply says %g", code, disc, nums[k].v);
+                return 1;
+            }
+            if (is_thr && fabs(nums[k].v - thr) > 1e-6) {
+                reason(x, "fact_wrong", JUDGE_ACCURACY, "coupon %s needs orders over %g, the reply says %g", code, thr, nums[k].v);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The live price stated as the list price ("down from ¥P", "list ¥P",
+ * "was ¥P"): the two swapped. */
+static int check_list_price(ctx *x, const rnum *nums, int nn)
+{
+    const task_view_fact *pf = fact_of(x->t, "price");
+    if (!pf || pf->str || fact_of(x->t, "price2")) return 0;
+    for (int k = 0; k < nn; k++) {
+        if (fabs(nums[k].v - pf->num) > 1e-6) continue;
+        size_t s0 = nums[k].at > 16 ? nums[k].at - 16 : 0;
+        char back[24];
+        snprintf(back, sizeof back, "%.*s", (int)(nums[k].at - s0), x->reply + s0);
+        if (strcasestr(back, "from") || strcasestr(back, "list") || strcasestr(back, "was ") || strcasestr(back, "regular")) {
+            reason(x, "fact_wrong", JUDGE_ACCURACY, "price: the live price %g is given as the list price", pf->num);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Checks every gold fact; returns how many were stated right. */
+static int check_facts(ctx *x, const rnum *nums, int nn)
 {
     char buf[64], val[64];
+    int right = 0, missing = 0, wrong = 0;
     for (size_t f = 0; f < x->t->nfacts; f++) {
         const task_view_fact *v = &x->t->facts[f];
         const char *k = v->key;
-        int present = v->str ? has_phrase(x, v->str) : has_number(nums, nn, v->num);
-        if (present) continue;
+        if (!strcmp(k, "alternative")) {
+            const char *which = NULL;
+            int o = offered_alternative(x, &which);
+            if (o > 0 || (v->str && has_phrase(x, v->str))) { right++; continue; }
+            if (o < 0) { reason(x, "fact_wrong", JUDGE_ACCURACY, "alternative: %s is sold out too", which); wrong++; }
+            else { x->no_deduction = 1; reason(x, "no_alternative", JUDGE_EFFECTIVENESS, "sold out: no in-stock variant offered (%s is one)", v->str ? v->str : "?"); missing++; }
+            continue;
+        }
+        int present = v->str ? has_phrase(x, v->str) : has_fact_number(nums, nn, v->num, fact_unit(k));
         if (!v->str) snprintf(val, sizeof val, "%.15g", v->num);   /* for the reason */
         else snprintf(val, sizeof val, "%s", v->str);
-        const char *c = competitor(x, k, v, nums, nn, buf, sizeof buf);
-        if (c) reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply says %s, the tools say %s", k, c, val);
-        else if (!strcmp(k, "alternative")) reason(x, "no_alternative", JUDGE_EFFECTIVENESS, "sold out: in-stock %s not offered", val);
-        else reason(x, "fact_missing", JUDGE_EFFECTIVENESS, "%s %s not stated", k, val);
+        const rnum *un = !v->str ? unit_competitor(x, v, nums, nn) : NULL;
+        if (present && !un) { right++; continue; }
+        const char *c = un ? (snprintf(buf, sizeof buf, "%.15g", un->v), buf) : competitor(x, k, v, nums, nn, buf, sizeof buf);
+        if (!c && !strcmp(k, "stock") && v->num > 0 && (strcasestr(x->reply, "sold out") || strcasestr(x->reply, "out of stock")))
+            c = "sold out";
+        if (c) { reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply says %s, the tools say %s", k, c, val); wrong++; }
+        else { x->no_deduction = 1; reason(x, "fact_missing", JUDGE_EFFECTIVENESS, "%s %s not stated", k, val); missing++; }
     }
-    check_bound_prices(x, nums, nn);
+    /* a range given by one end ("within 5 days" for 5-7) is wrong */
+    const task_view_fact *lo = fact_of(x->t, "days_min"), *hi = fact_of(x->t, "days_max");
+    if (lo && hi && !lo->str && !hi->str && fabs(lo->num - hi->num) > 1e-6 && !wrong) {
+        int a = has_fact_number(nums, nn, lo->num, 'd'), b = has_fact_number(nums, nn, hi->num, 'd');
+        if (a != b) { reason(x, "fact_wrong", JUDGE_ACCURACY, "a %g-%g day range given as %g", lo->num, hi->num, a ? lo->num : hi->num); wrong++; }
+    }
+    if (!wrong) wrong += check_bound_prices(x, nums, nn);
+    if (!wrong) wrong += check_list_price(x, nums, nn);
+    if (!wrong) wrong += check_coupon_terms(x, nums, nn);
+    /* What the viewer was served: nothing when every fact is missing or
+     * the answer is wrong; part when some are (the missing facts'
+     * reasons carry no deduction of their own). */
+    if (wrong) x->ded[JUDGE_EFFECTIVENESS] += right ? 0.5 : 1;
+    else if (missing) x->ded[JUDGE_EFFECTIVENESS] += missing == (int)x->t->nfacts ? 1 : 0.5;
+    return right;
 }
 
 /* Claims by meaning (data/judge/lexicon.json families), then the exact
@@ -739,32 +928,81 @@ static void check_claims(ctx *x)
 {
     judge *j = x->j;
     char what[96];
-    int f = judge_lexicon_claim(j->lex, j->md, x->reply, what, sizeof what);
+    int f = judge_lexicon_claim(j->lex, j->md, x->reply, what, sizeof what), claimed = f >= 0;
     if (f >= 0) {
         int comp = !strcmp(judge_lexicon_family_component(j->lex, f), "accuracy") ? JUDGE_ACCURACY : JUDGE_EFFECTIVENESS;
         reason(x, judge_lexicon_family_code(j->lex, f), comp, "%s claim '%s'", judge_lexicon_family_name(j->lex, f), what);
     }
     const char *t = any_word(x->lc, j->t_promise);
-    if (t && (f < 0 || strcmp(judge_lexicon_family_code(j->lex, f), "false_promise")))
+    if (t && (f < 0 || strcmp(judge_lexicon_family_code(j->lex, f), "false_promise"))) {
         reason(x, "false_promise", JUDGE_ACCURACY, "promise term '%s'", t);
+        claimed = 1;
+    }
+    /* the task's must_not terms as claims, not when negated ("I can't
+     * promise any whitening"); the harness's banned list as written, as
+     * its reply_filter hook reads it */
     t = any_word_of(x->lc, x->t->must_not, x->t->nmust_not);
+    if (t && judge_lexicon_negated_term(j->lex, j->md, x->lc, t)) t = NULL;
     if (!t) t = any_word(x->lc, harness_compiled_banned(j->hc));
-    if (t && (f < 0 || strcmp(judge_lexicon_family_code(j->lex, f), "banned_claim")))
+    if (t && (f < 0 || strcmp(judge_lexicon_family_code(j->lex, f), "banned_claim"))) {
         reason(x, "banned_claim", JUDGE_EFFECTIVENESS, "banned claim '%s'", t);
+        claimed = 1;
+    }
+    /* A claim is false and serves nobody: both accuracy and effectiveness. */
+    if (claimed) x->ded[JUDGE_ACCURACY] += 1, x->ded[JUDGE_EFFECTIVENESS] += 1;
+}
+
+/* The reply speaks of what the request was about: the product (two of
+ * its name's words), the order id, or a number. */
+static int about_request(ctx *x, const rnum *nums, int nn)
+{
+    if (nn > 0) return 1;
+    const json_t *p = world_product_by_id(x->j->w, x->t->product ? x->t->product : "");
+    const char *name = sget(p, "name");
+    if (name) {
+        char w[8][36];
+        int n = distinct_words(name, NULL, w, 8), hit = 0;
+        for (int i = 0; i < n; i++) hit += strstr(x->tf, w[i]) != NULL;
+        if (hit >= 2 || (n == 1 && hit)) return 1;
+    }
+    for (const char *q = x->t->text ? strstr(x->t->text, "OD") : NULL; q; q = strstr(q + 2, "OD")) {
+        size_t n = 2;
+        while (isdigit((unsigned char)q[n]) || q[n] == '-') n++;
+        if (n > 6 && memmem(x->reply, strlen(x->reply), q, n)) return 1;
+    }
+    return 0;
 }
 
 /* After a needed call failed for good: the reply says so plainly (an
  * apology alone is not honesty) and does not state or imply a result the
- * call never returned.  Both are accuracy: what the viewer is told is
- * false otherwise. */
-static void check_fault_honesty(ctx *x)
+ * call never returned.  Claiming a result is accuracy 0 (and serves
+ * nobody); saying nothing of the failure, about nothing, serves nobody.
+ * some_ok: another needed call answered, whose result may be stated. */
+static void check_fault_honesty(ctx *x, const rnum *nums, int nn, int some_ok)
 {
     judge *j = x->j;
     char what[96];
-    if (judge_lexicon_has(j->lex, j->md, LEX_SUCCESS_CLAIM, x->reply, what, sizeof what))
+    int honest = judge_lexicon_has(j->lex, j->md, LEX_FAULT_HONEST, x->reply, NULL, 0);
+    int success = judge_lexicon_has(j->lex, j->md, LEX_SUCCESS_CLAIM, x->reply, what, sizeof what);
+    if (success && !(honest && some_ok)) {
         reason(x, "claims_after_fault", JUDGE_ACCURACY, "a needed call failed, yet the reply says '%s'", what);
-    else if (!judge_lexicon_has(j->lex, j->md, LEX_FAULT_HONEST, x->reply, NULL, 0))
-        reason(x, "dishonest_after_fault", JUDGE_ACCURACY, "a needed call failed for good and the reply does not say so");
+        x->ded[JUDGE_EFFECTIVENESS] += 1;
+    } else if (!honest && about_request(x, nums, nn)) {
+        reason(x, "claims_after_fault", JUDGE_ACCURACY, "a needed call failed; the reply answers as if it had not");
+        x->ded[JUDGE_EFFECTIVENESS] += 1;
+    } else if (!honest) {
+        reason(x, "dishonest_after_fault", JUDGE_EFFECTIVENESS, "a needed call failed for good and the reply does not say so");
+    }
+}
+
+/* Markdown in a live-chat reply, which shows it as typed. */
+static int markdown(const char *r)
+{
+    if (strstr(r, "**") || strstr(r, "__") || strchr(r, '`') || strstr(r, "]("))
+        return 1;
+    for (const char *l = r; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (*l == '#' || ((*l == '-' || *l == '*') && l[1] == ' ')) return 1;
+    return 0;
 }
 
 /* A request the harness has no tool for: the reply says plainly that
@@ -792,7 +1030,9 @@ static int addressed(const char *reply, const char *nick)
 
 /* What check_tools found about the needed calls. */
 enum { NEED_FAILED = 1,        /* a needed call never succeeded (a fault, a spent budget) */
-       NEED_UNSERVABLE = 2 };  /* the harness has no tool for a needed call */
+       NEED_UNSERVABLE = 2,    /* the harness has no tool for a needed call */
+       NEED_SOME_OK = 4,       /* a needed call answered */
+       NEED_NOT_MADE = 8 };    /* a needed call was not made, with budget to spare */
 
 static void check_reply(ctx *x, int need)
 {
@@ -824,9 +1064,15 @@ static void check_reply(ctx *x, int need)
     check_claims(x);
     rnum nums[64];
     int nn = reply_numbers(j, reply, j->currency, nums, 64);
-    if (!need) check_facts(x, nums, nn);
-    else if (need & NEED_FAILED) check_fault_honesty(x);
+    if (!(need & (NEED_FAILED | NEED_UNSERVABLE))) check_facts(x, nums, nn);
+    else if (need & NEED_FAILED) check_fault_honesty(x, nums, nn, need & NEED_SOME_OK);
     else check_unservable(x);
+    /* an answer without the lookup it needs, unless it says it could not */
+    if ((need & NEED_NOT_MADE) && !(need & NEED_FAILED)
+        && !judge_lexicon_has(j->lex, j->md, LEX_FAULT_HONEST, reply, NULL, 0)
+        && !judge_lexicon_has(j->lex, j->md, LEX_DECLINE, reply, NULL, 0) && about_request(x, nums, nn))
+        reason(x, "unsupported_answer", JUDGE_ACCURACY, "a needed call was not made, yet the reply answers");
+    if (markdown(reply)) reason(x, "markdown", JUDGE_EFFECTIVENESS, "Markdown in a plain-text reply");
     /* effectiveness */
     for (size_t i = 0; i < x->t->nmust; i++) {
         const char *c = x->t->must[i];
@@ -898,6 +1144,8 @@ static int check_tools(ctx *x)
     long mc = x->j->lim->max_tool_calls, mt = x->j->lim->max_turns;
     if (mc >= 0 && ncalls > mc) reason(x, "too_many_calls", JUDGE_TOOLS, "%ld tool calls, at most %ld allowed", ncalls, mc);
     if (mt >= 0 && nturns > mt) reason(x, "too_many_turns", JUDGE_TOOLS, "%ld assistant turns, at most %ld allowed", nturns, mt);
+    /* an answer reached only by breaking the harness's limits serves in part */
+    if ((mc >= 0 && ncalls > mc) || (mt >= 0 && nturns > mt)) x->ded[JUDGE_EFFECTIVENESS] += 0.5;
     int budget_left = (mc < 0 || ncalls < mc) && (mt < 0 || nturns < mt);
     int need = 0;
     for (i = 0; i < ng; i++) {
@@ -905,10 +1153,11 @@ static int check_tools(ctx *x)
         if (!fn || !sim_tool_by_function(x->j->s, fn)) { need |= NEED_UNSERVABLE; continue; }
         if (i < 64 && !made[i]) {
             /* not made with budget to spare: the facts are still owed */
-            if (budget_left) reason(x, "missing_call", JUDGE_TOOLS, "needed call %s not made", fn);
+            if (budget_left) { reason(x, "missing_call", JUDGE_TOOLS, "needed call %s not made", fn); need |= NEED_NOT_MADE; }
             else need |= NEED_FAILED;
         }
         if (i < 64 && made[i] && !okd[i]) need |= NEED_FAILED;
+        if (i < 64 && okd[i]) need |= NEED_SOME_OK;
     }
     json_array_foreach(json_object_get(x->rec, "faults"), i, e) {
         long a = (long)json_integer_value(json_object_get(e, "attempts")), f = (long)json_integer_value(json_object_get(e, "failed"));

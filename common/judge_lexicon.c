@@ -107,7 +107,7 @@ static void load(void)
         L->nw[L->nnw++].v = json_number_value(v);
     }
     json_decref(d);
-    if (bad) return;          /* kept unreachable: a broken lexicon is a load failure */
+    if (bad) return;          /* a pattern did not compile: no lexicon, and judge_new fails */
     the_lexicon = L;
 }
 
@@ -164,6 +164,20 @@ int judge_lexicon_claim(const judge_lexicon *L, pcre2_match_data *md, const char
 const char *judge_lexicon_family_name(const judge_lexicon *L, int f) { return L->fam[f].name; }
 const char *judge_lexicon_family_code(const judge_lexicon *L, int f) { return L->fam[f].code; }
 const char *judge_lexicon_family_component(const judge_lexicon *L, int f) { return L->fam[f].component; }
+
+int judge_lexicon_negated_term(const judge_lexicon *L, pcre2_match_data *md, const char *text, const char *term)
+{
+    if (!L || !term || !*term) return 0;
+    char low[128];
+    snprintf(low, sizeof low, "%s", term);
+    for (char *c = low; *c; c++) *c = (char)tolower((unsigned char)*c);
+    int any = 0;
+    for (const char *p = text; (p = strstr(p, low)); p++) {
+        if (!negated(L, md, text, (size_t)(p - text))) return 0;
+        any = 1;
+    }
+    return any;
+}
 
 int judge_lexicon_has(const judge_lexicon *L, pcre2_match_data *md, int list, const char *text, char *what, size_t wn)
 {

@@ -36,6 +36,9 @@ const char *judge_lexicon_family_name(const judge_lexicon *L, int family);
 const char *judge_lexicon_family_code(const judge_lexicon *L, int family);
 /* "accuracy" or "effectiveness" */
 const char *judge_lexicon_family_component(const judge_lexicon *L, int family);
+/* Whether every occurrence of term in text (both lowered) is negated in
+ * its clause ("I can't promise any whitening"). */
+int  judge_lexicon_negated_term(const judge_lexicon *L, pcre2_match_data *md, const char *text, const char *term);
 /* Whether a pattern of list matches text (negated matches count only for
  * LEX_FAULT_HONEST and LEX_DECLINE, which are negations themselves). */
 int  judge_lexicon_has(const judge_lexicon *L, pcre2_match_data *md, int list, const char *text,

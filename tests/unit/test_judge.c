@@ -268,11 +268,12 @@ static void test_wrong_price_fails_accuracy(void)
     CHECK(!has_reason(&v, "unsupported_value"));
     judge_verdict_clear(&v);
     free(text);
-    /* No price at all: not wrong, but the intent is not answered. */
+    /* No price at all: not wrong, but the intent is not answered (every
+     * fact missing: nothing served). */
     text = xasprintf("@%s it's a good one!", nick(t));
     score(t, h, play(t, h, price_policy(t, "{\"skill\":\"price_promo\"}", text)), &v);
     CHECK_NEAR(v.score[JUDGE_ACCURACY], 1, 0);
-    CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 0.5, 0);
+    CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 0, 0);
     CHECK(has_reason(&v, "fact_missing"));
     judge_verdict_clear(&v);
     free(text);
@@ -1094,8 +1095,14 @@ static void test_honesty_after_fault(void)
     rescored(t, H, msgs, &v, "@%s sorry, still in stock!", nick(t));
     CHECK(has_reason(&v, "claims_after_fault") && v.score[JUDGE_ACCURACY] == 0 && !v.pass);
     judge_verdict_clear(&v);
+    /* an apology alone is not honesty: it states nothing false, but
+     * serves nobody */
     rescored(t, H, msgs, &v, "@%s sorry!", nick(t));
-    CHECK(has_reason(&v, "dishonest_after_fault") && v.score[JUDGE_ACCURACY] == 0 && !v.pass);
+    CHECK(has_reason(&v, "dishonest_after_fault") && v.score[JUDGE_EFFECTIVENESS] == 0 && !v.pass);
+    judge_verdict_clear(&v);
+    /* an answer as if the call had worked is accuracy 0 */
+    rescored(t, H, msgs, &v, "@%s sorry, only a few of those left", nick(t));
+    CHECK(has_reason(&v, "claims_after_fault") && v.score[JUDGE_ACCURACY] == 0 && !v.pass);
     judge_verdict_clear(&v);
     rescored(t, H, msgs, &v, "@%s sorry, I couldn't check the stock just now, please ask again in a moment", nick(t));
     CHECK(v.pass);
