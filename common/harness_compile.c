@@ -253,14 +253,16 @@ int harness_compiled_has_reply_skill(const harness_compiled *c) { return c && c-
 
 /* ---- loading with lint ----------------------------------------------------------- */
 
-static void print_problem(const json_t *p)
+void harness_print_problem(FILE *f, const json_t *p)
 {
     const char *file = json_string_value(json_object_get(p, "file"));
     const char *path = json_string_value(json_object_get(p, "path"));
     const char *sev = json_string_value(json_object_get(p, "severity"));
-    fprintf(stderr, "%s: %s", hat_prog, file && *file ? file : "-");
-    if (path && *path) fprintf(stderr, ": %s", path);
-    fprintf(stderr, ": %s%s\n", sev && !strcmp(sev, "warning") ? "warning: " : "",
+    long line = (long)json_integer_value(json_object_get(p, "line"));
+    fprintf(f, "%s: %s", hat_prog, file && *file ? file : "-");
+    if (line > 0) fprintf(f, ":%ld", line);
+    if (path && *path) fprintf(f, ": %s", path);
+    fprintf(f, ": %s%s\n", sev && !strcmp(sev, "warning") ? "warning: " : "",
             json_string_value(json_object_get(p, "message")));
 }
 
@@ -276,7 +278,7 @@ json_t *harness_load_checked(const char *path)
     json_array_foreach(probs, i, p) {
         const char *sev = json_string_value(json_object_get(p, "severity"));
         bad |= !sev || strcmp(sev, "warning");
-        print_problem(p);
+        harness_print_problem(stderr, p);
     }
     json_decref(probs);
     json_decref(origins);

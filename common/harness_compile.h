@@ -23,6 +23,7 @@
 
 #include <jansson.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* The limits a harness states, resolved once.  max_chars and max_emoji
  * are the prompt params named by hooks.reply_format's max_chars_param /
@@ -90,5 +91,8 @@ int           harness_compiled_has_reply_skill(const harness_compiled *c);
  * harness: warnings printed as "prog: FILE: PATH: warning: message",
  * errors the same without "warning: "; NULL when there was an error. */
 json_t *harness_load_checked(const char *path);
+/* One problem of harness_lint or harness_load_problems as
+ * "prog: FILE[:LINE][: PATH]: [warning: ]message" on f. */
+void    harness_print_problem(FILE *f, const json_t *problem);
 
 #endif

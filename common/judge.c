@@ -825,11 +825,13 @@ static int offered_alternative(ctx *x, const char **which)
  * "above"): each must be that coupon's.  Returns 1 after a reason. */
 static int check_coupon_terms(ctx *x, const rnum *nums, int nn)
 {
+    if (!strstr(x->lc, "off") && !strstr(x->lc, "over") && !strstr(x->lc, "spend") && !strstr(x->lc, "above"))
+        return 0;                          /* no terms stated: nothing to bind */
     size_t i;
     json_t *c;
     json_array_foreach(json_object_get(world_json(x->j->w), "coupons"), i, c) {
         const char *code = sget(c, "code");
-        if (!code || !has_phrase(x, code)) continue;
+        if (!code || !strstr(x->reply, code) || !has_phrase(x, code)) continue;
         double disc = json_number_value(json_object_get(c, "discount")), thr = json_number_value(json_object_get(c, "threshold"));
         const char *at = strcasestr(x->reply, code);
         size_t from = at ? (size_t)(at - x->reply) : 0;
