@@ -637,21 +637,16 @@ static int has_phrase(ctx *x, const char *phrase)
     char *pf = token_form(phrase);
     int found = strstr(x->tf, pf) != NULL;
     if (!found && (strchr(phrase, ',') || strstr(phrase, " and "))) {
-        /* the items of a list, each on its own */
-        char *items = xstrdup(phrase), *save = NULL;
+        /* the items of a list, each on its own: split at commas and "and" */
+        char *items = xstrdup(phrase), *save = NULL, *q;
         for (char *c = items; *c; c++) if (*c == ',') *c = ';';
-        found = 1;
+        while ((q = strstr(items, " and "))) memcpy(q, ";    ", 5);
         int n = 0;
+        found = 1;
         for (char *it = strtok_r(items, ";", &save); it && found; it = strtok_r(NULL, ";", &save)) {
-            char *and = strstr(it, " and ");
-            if (and) { *and = 0; }
-            for (char *part = it; part; part = and ? and + 5 : NULL, and = part && and ? strstr(part, " and ") : NULL) {
-                char *f = token_form(part);
-                if (strcmp(f, " ") && strcmp(f, "  ")) { found &= strstr(x->tf, f) != NULL; n++; }
-                free(f);
-                if (!and) break;
-                *and = 0;
-            }
+            char *f = token_form(it);
+            if (strcmp(f, " ")) { found = strstr(x->tf, f) != NULL; n++; }
+            free(f);
         }
         found &= n > 1;
         free(items);
