@@ -58,6 +58,18 @@ void harness_measure_text(const char *text, harness_measure *m)
         }
         p += n;
         m->chars++;
+        if (c < 0x80) {
+            /* ASCII extends no cluster (but LF after CR): it ends the one
+             * before and starts its own, which holds no pictograph */
+            if (open && !(prev == '\r' && c == '\n')) {
+                if (cluster_is_emoji(&k)) m->emoji++;
+                memset(&k, 0, sizeof k);
+            }
+            state = 0;
+            open = 1;
+            prev = c;
+            continue;
+        }
         if (open && utf8proc_grapheme_break_stateful(prev, c, &state)) {
             if (cluster_is_emoji(&k)) m->emoji++;
             memset(&k, 0, sizeof k);

@@ -226,9 +226,12 @@ int judge_lexicon_arith_near(const judge_lexicon *L, const char *text, size_t at
 
 int judge_lexicon_number_word(const judge_lexicon *L, const char *p, double *v, size_t *len)
 {
+    *len = 0;
     if (!L) return 0;
     size_t best = 0;
+    int c0 = tolower((unsigned char)*p);
     for (int k = 0; k < L->nnw; k++) {
+        if (L->nw[k].w[0] != c0) continue;     /* most words of a reply start otherwise */
         size_t n;
         if (word_at(p, L->nw[k].w, &n) && n > best) { best = n; *v = L->nw[k].v; }
     }
@@ -241,7 +244,9 @@ size_t judge_lexicon_unit(const judge_lexicon *L, const char *p)
     if (!L) return 0;
     size_t sp = 0, best = 0;
     while (p[sp] == ' ' || p[sp] == '-') sp++;
+    int c0 = tolower((unsigned char)p[sp]);
     for (int k = 0; k < L->nunit; k++) {
+        if (tolower((unsigned char)L->unit[k][0]) != c0) continue;
         size_t n;
         if (word_at(p + sp, L->unit[k], &n) && n > best) best = n;
     }
