@@ -5,6 +5,7 @@
 #include "cli.h"
 #include "diagnose.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "jsonl.h"
 #include "judge.h"
 #include "rollout.h"
@@ -68,7 +69,7 @@ static int run_groups(opts *o, int nfiles, char **files)
     if (!d) { hat_warn("%s", err); free(err); return EXIT_FAIL; }
     json_t *byid = json_object(), *bycase = json_object(), *h0 = NULL, *groups = NULL;
     int rc = EXIT_FAIL;
-    if (o->harness && !(h0 = harness_load(o->harness))) goto done;
+    if (o->harness && !(h0 = harness_load_checked(o->harness))) goto done;
     for (int i = 0; i < o->ntraj; i++)
         if (index_harnesses(byid, o->traj[i], "id", o->c.skip_bad)) goto done;
     if (o->cases && index_harnesses(bycase, o->cases, "id", o->c.skip_bad)) goto done;
@@ -149,7 +150,7 @@ static int run_evolve(opts *o)
     json_t *h = NULL, *h2 = NULL, *cases = NULL, *res = NULL;
     if (ckpt_load(&k, o->ckpt)) goto done;
     if (ckpt_tokenizer(&k, o->ckpt, o->tok, 1, &t)) goto done;
-    if (!(w = world_load(o->world)) || !(h = harness_load(o->harness)) || !(h2 = harness_load(o->edited)) ||
+    if (!(w = world_load(o->world)) || !(h = harness_load_checked(o->harness)) || !(h2 = harness_load_checked(o->edited)) ||
         !(cases = load_cases(o->cases)))
         goto done;
     if (!(j = judge_new(w, NULL, &err))) { hat_warn("judge: %s", err); goto done; }

@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "evalset.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "jsonl.h"
 #include "util.h"
 #include "world.h"
@@ -61,7 +62,7 @@ int main(int argc, char **argv)
 
     world *w = world_load(wpath);
     if (!w) return EXIT_FAIL;
-    json_t *h = harness_load(hpath);
+    json_t *h = harness_load_checked(hpath);
     if (!h) { world_free(w); return EXIT_FAIL; }
     char *err = NULL;
     evalset *e = evalset_new(w, h, ipath, &err);

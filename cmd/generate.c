@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "generate.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "jsonl.h"
 #include "progress.h"
 #include "util.h"
@@ -188,7 +189,7 @@ int main(int argc, char **argv)
     }
     p.eos = cfg->eos_token_id;
     tokenizer *tok = NULL;
-    json_t *h = hpath ? harness_load(hpath) : NULL;
+    json_t *h = hpath ? harness_load_checked(hpath) : NULL;
     if ((hpath && !h) || ckpt_tokenizer(&k, path, tok_path, 0, &tok)) {
         json_decref(h);
         ckpt_free(&k);

@@ -7,6 +7,7 @@
 #include "generate.h"
 #include "grpo.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "jsonl.h"
 #include "tasks.h"
 #include "util.h"
@@ -249,7 +250,7 @@ int main(int argc, char **argv)
     }
     if (ckpt_tokenizer(&k, init, tpath, 1, &t)) { rc = -1; goto out; }
     if (!(w = world_load(wpath))) { rc = -1; goto out; }
-    if (!(h0 = harness_load(hpath))) { rc = -1; goto out; }
+    if (!(h0 = harness_load_checked(hpath))) { rc = -1; goto out; }
     if (!(tasks = jsonl_load_all(argv + optind, argc - optind, c.skip_bad, task_check, "tasks"))) { rc = -1; goto out; }
     if (jcfg && !(jconf = json_load_path(jcfg))) { rc = -1; goto out; }
     if (!(jd = judge_new(w, jconf, &err))) { hat_errat(jcfg ? jcfg : "judge", 0, "%s", err); rc = -1; goto out; }

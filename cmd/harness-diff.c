@@ -3,6 +3,7 @@
  * 2 trouble. */
 #include "cli.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "jsonl.h"
 #include "util.h"
 
@@ -29,8 +30,8 @@ int main(int argc, char **argv)
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1)
         if (opt == OPT_TEXT) text = 1;
     if (argc - optind != 2) cli_usage_error(&spec, "two harnesses to compare");
-    json_t *a = harness_load(argv[optind]);
-    json_t *b = a ? harness_load(argv[optind + 1]) : NULL;
+    json_t *a = harness_load_checked(argv[optind]);
+    json_t *b = a ? harness_load_checked(argv[optind + 1]) : NULL;
     if (!a || !b) {
         json_decref(a);
         return EXIT_USAGE;   /* trouble, as diff(1) */

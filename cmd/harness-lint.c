@@ -2,6 +2,7 @@
  * as "harness-lint: FILE: JSON_PATH: message" (or JSONL with --json). */
 #include "cli.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "jsonl.h"
 #include "util.h"
 
@@ -17,19 +18,6 @@ static const char usage[] =
     "  -h, --help     this text;  --version  the version\n";
 
 enum { OPT_JSON = 1, OPT_STRICT };
-
-static void print_text(FILE *f, const json_t *p)
-{
-    const char *file = json_string_value(json_object_get(p, "file"));
-    const char *path = json_string_value(json_object_get(p, "path"));
-    const char *sev = json_string_value(json_object_get(p, "severity"));
-    long line = (long)json_integer_value(json_object_get(p, "line"));
-    fprintf(f, "%s: %s", hat_prog, file && *file ? file : "-");
-    if (line > 0) fprintf(f, ":%ld", line);
-    if (path && *path) fprintf(f, ": %s", path);
-    fprintf(f, ": %s%s\n", sev && !strcmp(sev, "warning") ? "warning: " : "",
-            json_string_value(json_object_get(p, "message")));
-}
 
 int main(int argc, char **argv)
 {
@@ -62,7 +50,7 @@ int main(int argc, char **argv)
             const char *sev = json_string_value(json_object_get(p, "severity"));
             if (strcmp(sev, "warning") || strict) bad = 1;
             if (as_json) out_json(o, p);
-            else print_text(o && out_file(o) ? out_file(o) : stderr, p);
+            else harness_print_problem(o && out_file(o) ? out_file(o) : stderr, p);
         }
         if (!h) bad = 1;
         json_decref(h);

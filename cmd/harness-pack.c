@@ -3,6 +3,7 @@
  * packing the same harness twice gives the same bytes. */
 #include "cli.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "jsonl.h"
 #include "util.h"
 
@@ -23,7 +24,7 @@ int main(int argc, char **argv)
     while (cli_next(argc, argv, &spec, &c) != -1) {}
     if (argc - optind > 1) cli_usage_error(&spec, "one harness at a time");
     const char *in = optind < argc ? argv[optind] : ".";
-    json_t *h = harness_load(in);
+    json_t *h = harness_load_checked(in);
     if (!h) return EXIT_FAIL;
     harness_canonicalize(h);
     /* JSON escaping can make the compiled form larger than the files it

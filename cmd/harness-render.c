@@ -4,6 +4,7 @@
 #include "chat.h"
 #include "cli.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "jsonl.h"
 #include "util.h"
 
@@ -82,7 +83,7 @@ int main(int argc, char **argv)
         else if (opt == OPT_NOTHINK) j.opts.enable_thinking = CHAT_THINK_OFF;
     }
     json_t *h = NULL;
-    if (hpath && !(h = harness_load(hpath))) return EXIT_FAIL;
+    if (hpath && !(h = harness_load_checked(hpath))) return EXIT_FAIL;
     j.harness = h;
     if (!(j.out = out_open(c.output))) { json_decref(h); return EXIT_FAIL; }
     int rc = jsonl_foreach(argv + optind, argc - optind, c.skip_bad, render_one, &j);

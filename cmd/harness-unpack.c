@@ -6,6 +6,7 @@
 #endif
 #include "cli.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -66,7 +67,7 @@ int main(int argc, char **argv)
         hat_errat(dir, 0, "directory exists and is not empty (use --force to replace it)");
         return EXIT_FAIL;
     }
-    json_t *h = harness_load(optind < argc ? argv[optind] : "-");
+    json_t *h = harness_load_checked(optind < argc ? argv[optind] : "-");
     if (!h) return EXIT_FAIL;
     char *clean = xstrdup(dir);   /* "dir/" names the same place as "dir" */
     for (size_t n = strlen(clean); n > 1 && clean[n - 1] == '/'; n--) clean[n - 1] = 0;

@@ -4,6 +4,7 @@
  * common/hsa*.c. */
 #include "cli.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "hsa.h"
 #include "jsonl.h"
 #include "util.h"
@@ -121,7 +122,7 @@ int main(int argc, char **argv)
     if (bare && !honly) cli_usage_error(&spec, "--bare needs --harness-only");
 
     json_t *deflt = NULL;
-    if (hpath && !(deflt = harness_load(hpath))) return EXIT_FAIL;
+    if (hpath && !(deflt = harness_load_checked(hpath))) return EXIT_FAIL;
     hsa_vocab *v = hsa_vocab_load(vocab);
     if (!v) return EXIT_FAIL;
     hat_out *out = out_open(cc.output);

@@ -2,6 +2,7 @@
  * the config to human labels; `judge annotate` collects those labels. */
 #include "cli.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "harness_memo.h"
 #include "hsa.h"
 #include "jsonl.h"
@@ -111,7 +112,7 @@ static int load_common(opts *o, int need_world)
     o->j = judge_new(o->w, cfg, &err);
     json_decref(cfg);
     if (!o->j) { hat_errat(o->config ? o->config : "judge/default.json", 0, "%s", err); free(err); return EXIT_FAIL; }
-    if (o->harness && !(o->h0 = harness_load(o->harness))) return EXIT_FAIL;
+    if (o->harness && !(o->h0 = harness_load_checked(o->harness))) return EXIT_FAIL;
     if (load_tasks(o)) return EXIT_FAIL;
     return 0;
 }

@@ -4,6 +4,7 @@
 #include "ckpt.h"
 #include "cli.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "judge.h"
 #include "jsonl.h"
 #include "rollout.h"
@@ -173,7 +174,7 @@ int main(int argc, char **argv)
     }
     if (max_ctx > k.m->cfg.max_position_embeddings) max_ctx = k.m->cfg.max_position_embeddings;
     if (!(w = world_load(wpath))) { rc = -1; goto out; }
-    if (hpath && !(h0 = harness_load(hpath))) { rc = -1; goto out; }
+    if (hpath && !(h0 = harness_load_checked(hpath))) { rc = -1; goto out; }
     if (jcfg && !(jconf = json_load_path(jcfg))) { rc = -1; goto out; }
     if (use_judge && !(jd = judge_new(w, jconf, &err))) {
         hat_errat(jcfg ? jcfg : "judge", 0, "%s", err);

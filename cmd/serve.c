@@ -5,6 +5,7 @@
 #include "ckpt.h"
 #include "cli.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "jsonl.h"
 #include "serve.h"
 #include "tokenizer.h"
@@ -170,7 +171,7 @@ int main(int argc, char **argv)
     if (ckpath && ckpt_load(&k, ckpath)) { rc = -1; goto out; }
     if (ckpath && ckpt_tokenizer(&k, ckpath, tpath, 1, &t)) { rc = -1; goto out; }
     if (!(w = world_load(wpath))) { rc = -1; goto out; }
-    if (!(h = harness_load(hpath))) { rc = -1; goto out; }
+    if (!(h = harness_load_checked(hpath))) { rc = -1; goto out; }
     sc.m = k.m;
     sc.t = t;
     sc.w = w;

@@ -7,6 +7,7 @@
 #include "cuda/device.h"
 #include "generate.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "jsonl.h"
 #include "train.h"
 #include "util.h"
@@ -140,7 +141,7 @@ int main(int argc, char **argv)
     if (train_device_open(&td, &k, device, precision, s.accum)) { ckpt_free(&k); return EXIT_FAIL; }
     train_data d;
     train_encoder enc = { NULL, NULL };
-    json_t *h = hpath ? harness_load(hpath) : NULL;
+    json_t *h = hpath ? harness_load_checked(hpath) : NULL;
     tokenizer *tok = NULL;
     int bad = (hpath && !h) || ckpt_tokenizer(&k, init, tok_path, 0, &tok);
     enc.tok = tok;

@@ -5,6 +5,7 @@
 #include "chat_encode.h"
 #include "cli.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "jsonl.h"
 #include "tokenizer.h"
 #include "util.h"
@@ -181,7 +182,7 @@ int main(int argc, char **argv)
         cli_usage_error(&spec, "--keep-text needs --field and --ids-field to differ");
     if (lines && j.chat) cli_usage_error(&spec, "--lines and --chat exclude each other");
     json_t *h = NULL;
-    if (hpath && !(h = harness_load(hpath))) return EXIT_FAIL;
+    if (hpath && !(h = harness_load_checked(hpath))) return EXIT_FAIL;
     j.harness = h;
     char *err;
     tokenizer *tok = tok_load(tok_path, &err);

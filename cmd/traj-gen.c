@@ -1,6 +1,7 @@
 /* traj-gen — teacher trajectories: tasks + harness → traj.jsonl, through the simulator. */
 #include "cli.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "harness_memo.h"
 #include "judge.h"
 #include "jsonl.h"
@@ -132,7 +133,7 @@ int main(int argc, char **argv)
     if (!wpath) cli_usage_error(&spec, "--world is required");
     world *w = world_load(wpath);
     if (!w) return EXIT_FAIL;
-    json_t *h0 = hpath ? harness_load(hpath) : NULL;
+    json_t *h0 = hpath ? harness_load_checked(hpath) : NULL;
     if (hpath && !h0) { world_free(w); return EXIT_FAIL; }
     teacher *t = pol.cmd ? NULL : teacher_new();
     if (!pol.cmd && !t) { json_decref(h0); world_free(w); return EXIT_FAIL; }

@@ -428,15 +428,17 @@ static int play(grpo *g, const json_t **tasks, json_t **harness, int n, uint64_t
         }
         judge_verdict_clear(&v);
     }
-    for (int i = 0; i < total; i++) {
-        double r = 0;
-        for (int k = 0; k < JUDGE_NCOMP; k++)
-            r += (k == JUDGE_COT ? -1 : 1) * g->c.w[k] * out[i].comp[k];
-        out[i].reward = r;
-    }
+    for (int i = 0; i < total; i++) out[i].reward = grpo_reward(&g->c, out[i].comp);
     *t_gen += t1 - t0;
     *t_score += hat_now() - t1;
     return 0;
+}
+
+double grpo_reward(const grpo_config *c, const double *comp)
+{
+    double r = 0;
+    for (int k = 0; k < JUDGE_NCOMP; k++) r += (k == JUDGE_COT ? -1 : 1) * c->w[k] * comp[k];
+    return r;
 }
 
 double grpo_eval_reward(grpo *g, uint64_t seed, long first, int n, uint64_t stream0)

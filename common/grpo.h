@@ -130,6 +130,9 @@ typedef struct {
 } grpo_config;
 
 void grpo_config_default(grpo_config *c);
+/* The reward of one conversation from its judge component scores: the sum
+ * of w[k] * comp[k], w[JUDGE_COT] subtracting the CoT penalty. */
+double grpo_reward(const grpo_config *c, const double *comp);
 /* As a JSON object for trainer_state.json ("grpo" key) and back. */
 json_t *grpo_config_json(const grpo_config *c);
 int     grpo_config_parse(grpo_config *c, const json_t *j, const char *name);

@@ -357,6 +357,47 @@ static json_t *fm_value(const char *v, size_t n, const char *file, long line, js
     return json_stringn(v, n);
 }
 
+/* Whether a "---" line follows position pos of f. */
+static int closing_after(const hfile *f, size_t pos)
+{
+    const char *l;
+    size_t n;
+    while (next_line(f->data, f->len, &pos, &l, &n))
+        if (n == 3 && !memcmp(l, "---", 3)) return 1;
+    return 0;
+}
+
+/* The value of "field: value" in the front matter of a file that did not
+ * parse (malloc'd; NULL when there is none): its listing in harness.json
+ * is then not a second problem. */
+static char *salvage_key(const hfile *f, const char *field)
+{
+    size_t pos = 0, n, fl = strlen(field);
+    const char *l;
+    if (!next_line(f->data, f->len, &pos, &l, &n) || n != 3 || memcmp(l, "---", 3)) return NULL;
+    while (next_line(f->data, f->len, &pos, &l, &n) && !(n == 3 && !memcmp(l, "---", 3))) {
+        if (n <= fl || memcmp(l, field, fl) || l[fl] != ':') continue;
+        const char *v = l + fl + 1, *e = l + n;
+        while (v < e && (*v == ' ' || *v == '\t')) v++;
+        while (e > v && (e[-1] == ' ' || e[-1] == '\t')) e--;
+        return e > v ? xstrndup(v, (size_t)(e - v)) : NULL;
+    }
+    return NULL;
+}
+
+/* The key a file's path suggests, for a file that did not parse and
+ * whose front matter does not say: skills/NAME/SKILL.md, tools/NAME.json,
+ * prompt/[NN-]ID.md (malloc'd). */
+static char *key_from_path(const char *rel, int kind)
+{
+    if (kind == 1) return xstrndup(rel + 7, strlen(rel + 7) - 9);
+    if (kind == 2) return xstrndup(rel + 6, strlen(rel + 6) - 5);
+    const char *b = rel + 7, *q = b;
+    while (*q >= '0' && *q <= '9') q++;
+    if (q > b && *q == '-') b = q + 1;
+    return xstrndup(b, strlen(b) - 3);
+}
+
 /* Split "---\nkey: value\n...\n---\nbody" into an object and the body's
  * lines.  Returns the object (new ref) or NULL after a problem. */
 static json_t *front_matter(const hfile *f, size_t *body_pos, long *body_line, json_t *problems)
@@ -381,7 +422,9 @@ static json_t *front_matter(const hfile *f, size_t *body_pos, long *body_line, j
         const char *colon = memchr(l, ':', n);
         size_t kn = colon ? (size_t)(colon - l) : 0;
         if (!colon || !kn || memchr(l, ' ', kn)) {
-            problem(problems, f->shown, ln, "", "expected \"key: value\" in front matter");
+            /* with no closing line anywhere, that is the one problem */
+            if (!closing_after(f, pos)) problem(problems, f->shown, 1, "", "front matter not closed by \"---\"");
+            else problem(problems, f->shown, ln, "", "expected \"key: value\" in front matter");
             json_decref(fm);
             return NULL;
         }
@@ -525,13 +568,19 @@ static json_t *parse_json_file(const hfile *f, json_t *problems)
 /* A parsed element file: its key (block id, skill or tool name) and value. */
 typedef struct {
     const hfile *f;
-    json_t *v;
+    json_t *v;                 /* NULL: the file did not parse (its problem is reported) */
     int used;
+    char *failed_key;          /* then the key its front matter or name gives, if any */
 } elem;
 
 static const char *elem_key(const json_t *v, const char *field)
 {
     return json_string_value(json_object_get(v, field));
+}
+
+static const char *ekey(const elem *e, const char *field)
+{
+    return e->v ? elem_key(e->v, field) : e->failed_key;
 }
 
 /* Gather the parsed files of one kind ("prompt/", ".md"...). */
@@ -552,7 +601,12 @@ static elem *gather(const hfiles *fs, int kind, size_t *count, json_t *problems)
                  str_endswith(r, ".json"))
             v = parse_json_file(&fs->f[i], problems);
         else continue;
-        if (!v) continue;
+        if (!v) {
+            char *fk = kind == 2 ? NULL : salvage_key(&fs->f[i], field);
+            if (!fk) fk = key_from_path(r, kind);
+            if (fk) es[k++] = (elem){ &fs->f[i], NULL, 0, fk };
+            continue;
+        }
         const char *key = elem_key(v, field);
         if (!key) {
             problem(problems, fs->f[i].shown, 0, "", "no string \"%s\"", field);
@@ -560,10 +614,10 @@ static elem *gather(const hfiles *fs, int kind, size_t *count, json_t *problems)
             continue;
         }
         for (size_t j = 0; j < k; j++)
-            if (!strcmp(elem_key(es[j].v, field), key))
+            if (es[j].v && !strcmp(elem_key(es[j].v, field), key))
                 problem(problems, fs->f[i].shown, 0, "", "%s \"%s\" also defined in %s",
                         field, key, es[j].f->shown);
-        es[k++] = (elem){ &fs->f[i], v, 0 };
+        es[k++] = (elem){ &fs->f[i], v, 0, NULL };
     }
     *count = k;
     return es;
@@ -590,20 +644,21 @@ static json_t *assemble(const json_t *list, const char *listkey, elem *es, size_
         }
         size_t j;
         for (j = 0; j < n; j++)
-            if (!es[j].used && !strcmp(elem_key(es[j].v, field), json_string_value(name))) break;
+            if (!es[j].used && !strcmp(ekey(&es[j], field), json_string_value(name))) break;
         if (j == n) {
             problem(problems, hname, 0, path, "\"%s\" is listed but has no file",
                     json_string_value(name));
             continue;
         }
         es[j].used = 1;
+        if (!es[j].v) continue;            /* its own problem says why */
         char *cp = xasprintf("%s/%zu", cpath, json_array_size(out));
         json_object_set_new(origins, cp, json_string(es[j].f->shown));
         free(cp);
         json_array_append(out, es[j].v);
     }
     for (size_t j = 0; j < n; j++)
-        if (!es[j].used)
+        if (!es[j].used && es[j].v)
             problem(problems, es[j].f->shown, 0, "", "%s \"%s\" is not listed in harness.json %s",
                     field, elem_key(es[j].v, field), listkey + 1);
     return out;
@@ -611,7 +666,10 @@ static json_t *assemble(const json_t *list, const char *listkey, elem *es, size_
 
 static void free_elems(elem *es, size_t n)
 {
-    for (size_t i = 0; i < n; i++) json_decref(es[i].v);
+    for (size_t i = 0; i < n; i++) {
+        json_decref(es[i].v);
+        free(es[i].failed_key);
+    }
     free(es);
 }
 

@@ -135,10 +135,8 @@ void hsa_needs_free(hsa_needs *n);
  * to the reason the trajectory cannot be kept correct. */
 int  hsa_relabel(json_t *messages, const json_t *oldh, const json_t *newh,
                  const json_t *skill_map, const char **why);
-/* Counting as the reply_format hook does: Unicode code points, and emoji
- * (pictographic symbols, U+2600–27BF and U+1F000–1FAFF). */
-int  hsa_count_chars(const char *s);
-int  hsa_count_emoji(const char *s);
+/* Reply length and emoji are measured by harness_measure_text
+ * (harness_compile.h), as the simulator and the judge measure them. */
 
 /* --- records (hsa.c) -------------------------------------------------------- */
 typedef struct hsa_cache hsa_cache;  /* remembers the last inline harness */

@@ -14,6 +14,7 @@
  *                   the new one filled with them), names in reasoning. */
 #include "hsa.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "jsonl.h"
 #include "util.h"
 
@@ -24,34 +25,6 @@
 static const char *str(const json_t *o, const char *k)
 {
     return json_string_value(json_object_get(o, k));
-}
-
-/* ---- counting ------------------------------------------------------------- */
-
-int hsa_count_chars(const char *s)
-{
-    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
-    int n = 0;
-    while (*p) {
-        utf8proc_int32_t cp;
-        utf8proc_ssize_t l = utf8proc_iterate(p, -1, &cp);
-        p += l > 0 ? l : 1;
-        n++;
-    }
-    return n;
-}
-
-int hsa_count_emoji(const char *s)
-{
-    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
-    int n = 0;
-    while (*p) {
-        utf8proc_int32_t cp = 0;
-        utf8proc_ssize_t l = utf8proc_iterate(p, -1, &cp);
-        p += l > 0 ? l : 1;
-        n += (cp >= 0x2600 && cp <= 0x27BF) || (cp >= 0x1F000 && cp <= 0x1FAFF);
-    }
-    return n;
 }
 
 /* ---- what a trajectory needs ---------------------------------------------- */
@@ -222,12 +195,15 @@ int hsa_needs_scan(hsa_needs *n, const json_t *rec, const json_t *h, const char 
     }
     hidden_retries(n, json_object_get(rec, "meta"));
     if (final) {
-        const char *text = str(final, "content");
-        n->reply_chars = hsa_count_chars(text);
-        n->reply_emoji = hsa_count_emoji(text);
-        double mc, me;
-        if (!harness_param(h, "max_chars", &mc) && n->reply_chars > mc) n->final_over = 1;
-        if (!harness_param(h, "max_emoji", &me) && n->reply_emoji > me) n->final_over = 1;
+        /* the measure and the limits the simulator and the judge use */
+        harness_measure m;
+        harness_limits L;
+        harness_measure_text(str(final, "content"), &m);
+        harness_resolve_limits(h, &L);
+        n->reply_chars = (int)m.chars;
+        n->reply_emoji = (int)m.emoji;
+        if (L.max_chars >= 0 && m.chars > L.max_chars) n->final_over = 1;
+        if (L.max_emoji >= 0 && m.emoji > L.max_emoji) n->final_over = 1;
     }
     json_decref(t.fails); json_decref(t.last_failed); json_decref(t.pending);
     return 0;

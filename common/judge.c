@@ -3,7 +3,9 @@
  * label, the harness's limits and the config's weights and term lists. */
 #include "judge.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "jsonl.h"
+#include "judge_lexicon.h"
 #include "sim.h"
 #include "tasks.h"
 #include "util.h"
@@ -28,12 +30,14 @@ struct judge {
     double        cot_budget, cot_scale, cot_max;
     const json_t *ded, *t_decline, *t_redirect, *t_honest, *t_promise, *t_question, *currency;
     json_t       *statuses;        /* order status words of the world */
+    const judge_lexicon *lex;      /* claims and honesty by meaning (data/judge/lexicon.json) */
+    pcre2_match_data *md;
     task_arena   *arena;           /* the view of the JSON task being scored */
-    /* harness-derived state, rebuilt when the harness pointer changes */
-    const json_t *h;
-    long          max_chars, max_emoji, max_retries, max_tool_calls, max_turns;
-    const json_t *banned;
-    int           has_reply_skill;
+    /* the harness in use: the simulator's compiled view (its limits are
+     * those the system prompt states, binding the reply whether or not a
+     * reply_format hook enforces them at run time) */
+    const harness_compiled *hc;
+    const harness_limits  *lim;
 };
 
 /* ---- config ------------------------------------------------------------------- */
@@ -94,6 +98,13 @@ judge *judge_new(const world *w, const json_t *config, char **err)
     judge *j = xcalloc(1, sizeof *j);
     j->w = w;
     j->cfg = c;
+    if (!(j->lex = judge_lexicon_get())) {
+        *err = xstrdup("no judge lexicon (data/judge/lexicon.json)");
+        json_decref(c);
+        free(j);
+        return NULL;
+    }
+    j->md = pcre2_match_data_create(1, NULL);
     j->s = sim_new(w);
     j->arena = task_arena_new();
     const json_t *wt = json_object_get(c, "weights"), *p = json_object_get(c, "pass"), *cot = json_object_get(c, "cot");
@@ -131,6 +142,7 @@ void judge_free(judge *j)
 {
     if (!j) return;
     sim_free(j->s);
+    pcre2_match_data_free(j->md);
     task_arena_free(j->arena);
     json_decref(j->cfg);
     json_decref(j->statuses);
@@ -147,35 +159,12 @@ void judge_verdict_clear(judge_verdict *v)
 
 /* ---- harness cache ------------------------------------------------------------- */
 
-static long hparam(const json_t *h, const char *name, long dflt)
-{
-    double v;
-    return harness_param(h, name, &v) ? dflt : (long)v;
-}
-
 static int use_harness(judge *j, const json_t *h, char **err)
 {
-    if (sim_set_harness(j->s, h, err)) return -1;
-    if (h == j->h) return 0;
-    j->h = h;
-    const json_t *hooks = json_object_get(h, "hooks"), *rf = json_object_get(hooks, "reply_format");
-    const char *pc = json_string_value(json_object_get(rf, "max_chars_param"));
-    const char *pe = json_string_value(json_object_get(rf, "max_emoji_param"));
-    /* The limits the system prompt states bind the reply whether or not a
-     * reply_format hook enforces them at run time. */
-    j->max_chars = hparam(h, pc ? pc : "max_chars", -1);
-    j->max_emoji = hparam(h, pe ? pe : "max_emoji", -1);
-    j->max_tool_calls = hparam(h, "max_tool_calls", -1);
-    j->max_turns = hparam(h, "max_turns", -1);
-    j->max_retries = (long)json_integer_value(json_object_get(json_object_get(hooks, "tool_retry"), "max_retries"));
-    j->banned = json_object_get(json_object_get(hooks, "reply_filter"), "banned");
-    j->has_reply_skill = 0;
-    size_t i;
-    json_t *s;
-    json_array_foreach(json_object_get(h, "skills"), i, s) {
-        const char *k = json_string_value(json_object_get(s, "kind"));
-        j->has_reply_skill |= k && !strcmp(k, "reply");
-    }
+    int rc = sim_set_harness(j->s, h, err);
+    j->hc = sim_compiled(j->s);
+    if (rc) return -1;
+    j->lim = harness_compiled_limits(j->hc);
     return 0;
 }
 
@@ -272,9 +261,41 @@ static int think_tokens(const char *content)
     return n;
 }
 
-/* Numbers of a reply with their positions, @mentions skipped (as the
- * simulator's factual_risk reads them); cur = marked as money. */
-typedef struct { double v; int cur; } rnum;
+/* Numbers of a reply with their positions, as the simulator reads them
+ * (sim_scan_numbers), and numbers written as words before a unit ("three
+ * to five days"); cur = marked as money. */
+typedef struct { double v; int cur; size_t at; char unit; } rnum;
+
+/* The unit word after a number (spaces, a hyphen skipped): 'd' days, 'w'
+ * weeks, 'm' months, 'y' years, 'h' hours, 'g' grams, 'k' kg, 'c' cm,
+ * 'l' ml, 's' stock ("left", "in stock", "units"), '%', or 0. */
+static char unit_after(const char *p)
+{
+    while (*p == ' ' || *p == '-') p++;
+    static const struct { const char *w; char u; } units[] = {
+        { "business day", 'd' }, { "working day", 'd' }, { "day", 'd' }, { "week", 'w' }, { "month", 'm' },
+        { "year", 'y' }, { "hour", 'h' }, { "hr", 'h' }, { "kg", 'k' }, { "g", 'g' }, { "gram", 'g' },
+        { "cm", 'c' }, { "ml", 'l' }, { "left", 's' }, { "in stock", 's' }, { "units", 's' }, { "pieces", 's' },
+        { "%", '%' },
+    };
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        size_t n = strlen(units[i].w);
+        if (!strncasecmp(p, units[i].w, n) && (units[i].w[n - 1] == '%' || !isalpha((unsigned char)p[n]) || p[n] == 's'))
+            return units[i].u;
+    }
+    return 0;
+}
+
+/* The unit a fact is stated in, from its key. */
+static char fact_unit(const char *key)
+{
+    if (strstr(key, "days")) return 'd';
+    if (strstr(key, "months")) return 'm';
+    if (!strcmp(key, "weight_g")) return 'g';
+    if (strstr(key, "hours")) return 'h';
+    if (!strcmp(key, "stock")) return 's';
+    return 0;
+}
 
 static int marker_before(const char *text, const char *p, const json_t *cur)
 {
@@ -298,36 +319,78 @@ static int marker_after(const char *p, const json_t *cur)
     return 0;
 }
 
-static int reply_numbers(const char *text, const json_t *cur, rnum *out, int max)
+/* Number words at p: "five", "three to five", "3 to five" when a unit
+ * follows; appended to out.  Returns the bytes read (0: none). */
+static size_t word_numbers(const judge_lexicon *L, const char *text, const char *p, rnum *out, int *n, int max)
 {
+    double v1, v2;
+    size_t l1, l2;
+    if (!judge_lexicon_number_word(L, p, &v1, &l1)) return 0;
+    const char *q = p + l1;
+    size_t u = judge_lexicon_unit(L, q);
+    if (u) {
+        if (*n < max) out[(*n)++] = (rnum){ v1, 0, (size_t)(p - text), unit_after(q) };
+        return l1 + u;
+    }
+    /* a range: "three to five days", "two or three weeks", "four-six days" */
+    const char *r = q;
+    while (*r == ' ') r++;
+    if (!strncasecmp(r, "to ", 3) || !strncasecmp(r, "or ", 3)) r += 3;
+    else if (*r == '-') r++;
+    else return 0;
+    while (*r == ' ') r++;
+    if (!judge_lexicon_number_word(L, r, &v2, &l2) || !(u = judge_lexicon_unit(L, r + l2))) return 0;
+    char un = unit_after(r + l2);
+    if (*n < max) out[(*n)++] = (rnum){ v1, 0, (size_t)(p - text), un };
+    if (*n < max) out[(*n)++] = (rnum){ v2, 0, (size_t)(r - text), un };
+    return (size_t)(r + l2 + u - p);
+}
+
+static int reply_numbers(const judge *j, const char *text, const json_t *cur, rnum *out, int max)
+{
+    sim_number sn[64];
+    size_t k = sim_scan_numbers(text, 1, sn, 64);
     int n = 0;
-    const char *p = text;
-    while (*p && n < max) {
-        if (*p == '@') {
-            while (*p && *p != ' ' && *p != ',' && *p != ':' && *p != '\n') p++;
+    for (size_t i = 0; i < k && i < 64 && n < max; i++) {
+        out[n].v = sn[i].v;
+        out[n].at = sn[i].at;
+        out[n].cur = marker_before(text, text + sn[i].at, cur) || marker_after(text + sn[i].end, cur);
+        out[n].unit = unit_after(text + sn[i].end);
+        n++;
+    }
+    int nd = n;
+    for (const char *p = text; *p && n < max; ) {
+        if (isalpha((unsigned char)*p) && (p == text || !isalnum((unsigned char)p[-1]))) {
+            size_t used = word_numbers(j->lex, text, p, out, &n, max);
+            p += used ? used : 1;
             continue;
         }
-        unsigned char prev = p == text ? ' ' : (unsigned char)p[-1];
-        if (isdigit((unsigned char)*p) && !isalnum(prev) && prev != '_' && prev != '.') {
-            char *e;
-            double d = strtod(p, &e);
-            if (e > p && e[-1] == '.') e--;
-            out[n].v = d;
-            out[n].cur = marker_before(text, p, cur) || marker_after(e, cur);
-            n++;
-            p = e;
-            while (isdigit((unsigned char)*p) || *p == '.') p++;
-            continue;
-        }
-        if (isalnum((unsigned char)*p)) { while (isalnum((unsigned char)*p)) p++; continue; }
         p++;
+    }
+    /* in reading order */
+    for (int a = nd; a < n; a++)
+        for (int b = a; b > 0 && out[b - 1].at > out[b].at; b--) { rnum t = out[b]; out[b] = out[b - 1]; out[b - 1] = t; }
+    /* the first number of a range has the unit of the second: "3-5 days" */
+    for (int a = n - 2; a >= 0; a--) {
+        if (out[a].unit || !out[a + 1].unit) continue;
+        const char *q = text + out[a].at;
+        while (isdigit((unsigned char)*q) || *q == '.' || *q == ',') q++;
+        while (*q == ' ') q++;
+        if (*q == '-' || !strncmp(q, "\xe2\x80\x93", 3) || !strncasecmp(q, "to ", 3) || !strncasecmp(q, "or ", 3))
+            if (out[a + 1].at - out[a].at < 24) out[a].unit = out[a + 1].unit;
     }
     return n;
 }
 
-static int has_number(const rnum *v, int n, double x)
+/* A fact's number in the reply, in its unit or none: months also as
+ * years (36 months is "three years"), days as weeks. */
+static int has_fact_number(const rnum *v, int n, double x, char unit)
 {
-    for (int i = 0; i < n; i++) if (fabs(v[i].v - x) < 1e-6) return 1;
+    for (int i = 0; i < n; i++) {
+        if (fabs(v[i].v - x) < 1e-6 && (!unit || !v[i].unit || v[i].unit == unit)) return 1;
+        if (unit == 'm' && v[i].unit == 'y' && fabs(v[i].v * 12 - x) < 1e-6) return 1;
+        if (unit == 'd' && v[i].unit == 'w' && fabs(v[i].v * 7 - x) < 1e-6) return 1;
+    }
     return 0;
 }
 
@@ -342,8 +405,10 @@ typedef struct {
     const json_t  *h, *rec;
     const char    *reply;          /* accepted reply, or the last offered one */
     char          *lc;             /* reply lowered by ascii_lower, for has_word */
+    char          *tf;             /* reply in token_form, for has_phrase */
     int            accepted;
     int            replayed;       /* rec is j->s's record of this task (judge_score) */
+    int            no_deduction;   /* the next reason is told, not deducted (check_facts deducts) */
 } ctx;
 
 static void reason(ctx *x, const char *code, int comp, const char *fmt, ...)
@@ -359,7 +424,8 @@ static void reason(ctx *x, const char *code, int comp, const char *fmt, ...)
     json_array_append_new(x->v->reasons, json_pack("{s:s,s:s,s:s}", "code", code,
         "component", comp < 0 ? "replay" : judge_comp_names[comp], "detail", d ? d : ""));
     free(d);
-    if (comp >= 0) x->ded[comp] += num(x->j->ded, code, 1);
+    if (comp >= 0 && !x->no_deduction) x->ded[comp] += num(x->j->ded, code, 1);
+    x->no_deduction = 0;
 }
 
 /* ---- replay ------------------------------------------------------------------------ */
@@ -415,7 +481,7 @@ static size_t replay_calls(ctx *x, const json_t *msgs, size_t i, const json_t *c
         json_t *out = sim_tool_content(s, name, args, &hook);
         const json_t *rec = i < n && is_role(json_array_get(msgs, i), "tool") ? json_array_get(msgs, i) : NULL;
         int same = rec && same_tool_msg(out, hook, rec);
-        for (long t = 0; rec && !same && t < x->j->max_retries; t++) {
+        for (long t = 0; rec && !same && t < x->j->lim->max_retries; t++) {
             const char *o = last_outcome(s);
             if (!o || strcmp(o, "fault") || sget(rec, "hook")) break;
             json_decref(out);
@@ -485,6 +551,8 @@ static int replay(ctx *x, const json_t *msgs, char **err)
 
 /* ---- accuracy and effectiveness -------------------------------------------------------- */
 
+static int has_phrase(ctx *x, const char *phrase);
+
 /* A fact the reply leaves out may still be contradicted: another price in
  * money, another size of the chart, another order status, another
  * variant, another code.  Returns the competitor (static or borrowed). */
@@ -516,9 +584,16 @@ static const char *competitor(ctx *x, const char *key, const task_view_fact *gol
             if (g && strcasecmp(st, g) && !strcasestr(g, st) && has_word(x->lc, st)) return st;
         }
     } else if (!strcmp(key, "variant") || !strcmp(key, "alternative")) {
+        /* For an alternative, the sold-out variant the viewer asked for is
+         * no competitor: a natural reply names it ("X is sold out, Y is in
+         * stock"). */
+        const char *asked = NULL;
+        for (size_t c = 0; !strcmp(key, "alternative") && c < x->t->ncalls; c++)
+            for (size_t a = 0; a < x->t->calls[c].nargs; a++)
+                if (!strcmp(x->t->calls[c].args[a].key, "variant")) asked = x->t->calls[c].args[a].str;
         json_array_foreach(json_object_get(p, "variants"), i, o) {
             const char *vn = sget(o, "name");
-            if (vn && g && strcasecmp(vn, g) && strcasestr(reply, vn)) return vn;
+            if (vn && g && strcasecmp(vn, g) && (!asked || strcasecmp(vn, asked)) && has_phrase(x, vn)) return vn;
         }
     } else if (!strcmp(key, "coupon_code")) {
         for (const char *q = reply; *q; q++) {
@@ -535,24 +610,428 @@ static const char *competitor(ctx *x, const char *key, const task_view_fact *gol
     return NULL;
 }
 
-static void check_facts(ctx *x, const rnum *nums, int nn)
+/* s lowered, each run of ASCII that is not a letter or digit made one
+ * space, with a space at both ends (malloc'd): the form phrases are
+ * compared in, so that "03 sand / 50ml" is "03 sand 50ml" and a phrase
+ * is found only as whole tokens (size "S" is not the s of "sizes", "L"
+ * not the end of "XL", "M" not the m of "cm"). */
+static char *token_form(const char *s)
+{
+    size_t n = strlen(s);
+    char *t = xmalloc(n + 3), *o = t;
+    *o++ = ' ';
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c >= 0x80 || isalnum(c)) *o++ = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        else if (o[-1] != ' ') *o++ = ' ';
+    }
+    if (o[-1] != ' ') *o++ = ' ';
+    *o = 0;
+    return t;
+}
+
+/* Whether phrase is in the reply (its token form, x->tf) as whole tokens;
+ * a list ("a, b and c") when each item is, in any order. */
+static int has_phrase(ctx *x, const char *phrase)
+{
+    char *pf = token_form(phrase);
+    int found = strstr(x->tf, pf) != NULL;
+    if (!found && (strchr(phrase, ',') || strstr(phrase, " and "))) {
+        /* the items of a list, each on its own: split at commas and "and" */
+        char *items = xstrdup(phrase), *save = NULL, *q;
+        for (char *c = items; *c; c++) if (*c == ',') *c = ';';
+        while ((q = strstr(items, " and "))) memcpy(q, ";    ", 5);
+        int n = 0;
+        found = 1;
+        for (char *it = strtok_r(items, ";", &save); it && found; it = strtok_r(NULL, ";", &save)) {
+            char *f = token_form(it);
+            if (strcmp(f, " ")) { found = strstr(x->tf, f) != NULL; n++; }
+            free(f);
+        }
+        found &= n > 1;
+        free(items);
+    }
+    free(pf);
+    return found;
+}
+
+/* The words of name (token form, 3+ letters) that other's name lacks:
+ * what tells the two products apart in a reply. */
+static int distinct_words(const char *name, const char *other, char words[][36], int max)
+{
+    char *a = token_form(name), *b = token_form(other ? other : "");
+    int n = 0;
+    for (char *p = a + 1; *p && n < max; ) {
+        char *e = strchr(p, ' ');
+        size_t len = (size_t)(e - p);
+        char w[34];
+        snprintf(w, sizeof w, " %.*s ", (int)(len < 31 ? len : 31), p);
+        if (len >= 3 && !strstr(b, w)) snprintf(words[n++], 36, "%s", w);
+        p = e + 1;
+    }
+    free(a);
+    free(b);
+    return n;
+}
+
+/* Which of the two products (0, 1) the clause [a, b) of the reply names,
+ * or -1 for neither or both. */
+static int clause_product(ctx *x, size_t a, size_t b, char w[2][8][36], const int *nw)
+{
+    char *part = xstrndup(x->reply + a, b - a);
+    char *tf = token_form(part);
+    free(part);
+    int hit[2] = { 0, 0 };
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < nw[k] && !hit[k]; i++) hit[k] = strstr(tf, w[k][i]) != NULL;
+    free(tf);
+    return hit[0] == hit[1] ? -1 : hit[1];
+}
+
+/* A clause boundary at p: , ; . ! ? a newline, " vs ", " and ", " while ". */
+static size_t clause_break(const char *p)
+{
+    if (strchr(",;.!?\n", *p) && *p) return 1;
+    if (!strncasecmp(p, " vs", 3) && !isalnum((unsigned char)p[3])) return 3;
+    if (!strncasecmp(p, " and ", 5)) return 4;
+    if (!strncasecmp(p, " while ", 7)) return 6;
+    if (!strncasecmp(p, " but ", 5)) return 4;
+    return 0;
+}
+
+/* A comparison of two products (facts price and price2): each price is
+ * stated for its own product.  A money number is bound to the product its
+ * clause names; with no product named anywhere, the prices are read in
+ * the order the viewer named the products.  Returns 1 after a reason. */
+static int check_bound_prices(ctx *x, const rnum *nums, int nn)
+{
+    const task_view_fact *f1 = NULL, *f2 = NULL;
+    for (size_t f = 0; f < x->t->nfacts; f++) {
+        if (x->t->facts[f].str) continue;
+        if (!strcmp(x->t->facts[f].key, "price")) f1 = &x->t->facts[f];
+        if (!strcmp(x->t->facts[f].key, "price2")) f2 = &x->t->facts[f];
+    }
+    if (!f1 || !f2 || fabs(f1->num - f2->num) < 1e-6 || x->t->ncalls < 2) return 0;
+    const char *id2 = NULL;
+    for (size_t a = 0; a < x->t->calls[1].nargs; a++)
+        if (!strcmp(x->t->calls[1].args[a].key, "product")) id2 = x->t->calls[1].args[a].str;
+    const json_t *p1 = world_product_by_id(x->j->w, x->t->product ? x->t->product : "");
+    const json_t *p2 = world_product_by_id(x->j->w, id2 ? id2 : "");
+    const char *n1 = sget(p1, "name"), *n2 = sget(p2, "name");
+    if (!n1 || !n2) return 0;
+    char w[2][8][36];
+    int nw[2] = { distinct_words(n1, n2, w[0], 8), distinct_words(n2, n1, w[1], 8) };
+    const double want[2] = { f1->num, f2->num };
+    const char *names[2] = { n1, n2 };
+    int any_named = 0, order = 0;
+    size_t start = 0, len = strlen(x->reply);
+    /* bound: each money number equal to one of the two prices */
+    for (size_t i = 0; i <= len; i++) {
+        size_t brk = i < len ? clause_break(x->reply + i) : 1;
+        if (!brk) continue;
+        int who = clause_product(x, start, i, w, nw);
+        any_named |= who >= 0;
+        for (int k = 0; k < nn && who >= 0; k++) {
+            if (nums[k].at < start || nums[k].at >= i || !nums[k].cur) continue;
+            int is0 = fabs(nums[k].v - want[0]) < 1e-6, is1 = fabs(nums[k].v - want[1]) < 1e-6;
+            if ((is0 && who == 1 && !is1) || (is1 && who == 0 && !is0)) {
+                reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply gives ¥%.15g for %s, the tools say ¥%.15g",
+                       who ? "price2" : "price", nums[k].v, names[who], want[who]);
+                return 1;
+            }
+        }
+        start = i + brk;
+        i = start - 1;
+    }
+    if (any_named) return 0;
+    for (int k = 0; k < nn; k++) {         /* unnamed: in the viewer's order */
+        if (!nums[k].cur) continue;
+        int is0 = fabs(nums[k].v - want[0]) < 1e-6, is1 = fabs(nums[k].v - want[1]) < 1e-6;
+        if (!is0 && !is1) continue;
+        if ((order == 0 && is1) || (order == 1 && is0)) {
+            reason(x, "fact_wrong", JUDGE_ACCURACY, "prices in the wrong order: ¥%.15g is %s's, ¥%.15g %s's",
+                   want[0], n1, want[1], n2);
+            return 1;
+        }
+        order++;
+        if (order == 2) break;
+    }
+    return 0;
+}
+
+/* Another number in a numeric fact's unit: "40 days" for a 30-day
+ * return window (40 may well be in a tool result: a washing temperature).
+ * Numbers equal to any fact of the task in that unit are no competitor. */
+static const rnum *unit_competitor(ctx *x, const task_view_fact *g, const rnum *nums, int nn)
+{
+    char u = fact_unit(g->key);
+    if (!u) return NULL;
+    for (int i = 0; i < nn; i++) {
+        if (nums[i].unit != u && !(u == 'm' && nums[i].unit == 'y') && !(u == 'd' && nums[i].unit == 'w')) continue;
+        int known = 0;
+        for (size_t f = 0; f < x->t->nfacts && !known; f++) {
+            const task_view_fact *o = &x->t->facts[f];
+            if (o->str || fact_unit(o->key) != u) continue;
+            double v = nums[i].v * (nums[i].unit == 'y' ? 12 : nums[i].unit == 'w' ? 7 : 1);
+            known = fabs(v - o->num) < 1e-6 || fabs(nums[i].v - o->num) < 1e-6;
+        }
+        if (!known) return &nums[i];
+    }
+    return NULL;
+}
+
+static const task_view_fact *fact_of(const task_view *t, const char *key)
+{
+    for (size_t f = 0; f < t->nfacts; f++) if (!strcmp(t->facts[f].key, key)) return &t->facts[f];
+    return NULL;
+}
+
+/* The variant the viewer asked about (a gold call's "variant"), or NULL. */
+static const char *asked_variant(const task_view *t)
+{
+    const char *asked = NULL;
+    for (size_t c = 0; c < t->ncalls; c++)
+        for (size_t a = 0; a < t->calls[c].nargs; a++)
+            if (!strcmp(t->calls[c].args[a].key, "variant")) asked = t->calls[c].args[a].str;
+    return asked;
+}
+
+/* For a sold-out variant any in-stock variant is an alternative: 1 when
+ * the reply offers one, -1 when it offers a sold-out one (*which), 0 when
+ * none. */
+static int offered_alternative(ctx *x, const char **which)
+{
+    const json_t *p = world_product_by_id(x->j->w, x->t->product ? x->t->product : "");
+    const char *asked = asked_variant(x->t);
+    size_t i;
+    json_t *o;
+    int got = 0;
+    json_array_foreach(json_object_get(p, "variants"), i, o) {
+        const char *vn = sget(o, "name");
+        if (!vn || (asked && !strcasecmp(vn, asked)) || !has_phrase(x, vn)) continue;
+        if (json_integer_value(json_object_get(o, "stock")) > 0) got = 1;
+        else { *which = vn; return -1; }
+    }
+    return got;
+}
+
+/* A coupon the reply names, with the money number it gives as the
+ * discount (before "off") or the threshold (after "over", "spend",
+ * "above"): each must be that coupon's.  Returns 1 after a reason. */
+static int check_coupon_terms(ctx *x, const rnum *nums, int nn)
+{
+    if (!strstr(x->lc, "off") && !strstr(x->lc, "over") && !strstr(x->lc, "spend") && !strstr(x->lc, "above"))
+        return 0;                          /* no terms stated: nothing to bind */
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(world_json(x->j->w), "coupons"), i, c) {
+        const char *code = sget(c, "code");
+        if (!code || !strstr(x->reply, code) || !has_phrase(x, code)) continue;
+        double disc = json_number_value(json_object_get(c, "discount")), thr = json_number_value(json_object_get(c, "threshold"));
+        const char *at = strcasestr(x->reply, code);
+        size_t from = at ? (size_t)(at - x->reply) : 0;
+        for (int k = 0; k < nn; k++) {
+            if (nums[k].at < from || nums[k].at > from + 80) continue;
+            const char *q = x->reply + nums[k].at;
+            while (isdigit((unsigned char)*q) || *q == '.' || *q == ',') q++;
+            while (*q == ' ' || *q == '%') q++;
+            int is_off = !strncasecmp(q, "off", 3);
+            const char *b = x->reply + nums[k].at;
+            int n_back = 0;
+            while (b > x->reply && n_back < 12) { b--; n_back++; }
+            char back[16];
+            snprintf(back, sizeof back, "%.*s", (int)(x->reply + nums[k].at - b), b);
+            int is_thr = strcasestr(back, "over") || strcasestr(back, "spend") || strcasestr(back, "above") || strcasestr(back, "min");
+            if (is_off && fabs(nums[k].v - disc) > 1e-6) {
+                reason(x, "fact_wrong", JUDGE_ACCURACY, "coupon %s is %g off, the reply says %g", code, disc, nums[k].v);
+                return 1;
+            }
+            if (is_thr && fabs(nums[k].v - thr) > 1e-6) {
+                reason(x, "fact_wrong", JUDGE_ACCURACY, "coupon %s needs orders over %g, the reply says %g", code, thr, nums[k].v);
+                return 1;
+            }
+        }
+    }
+    return 0;
+}
+
+/* The live price stated as the list price ("down from ¥P", "list ¥P",
+ * "was ¥P"): the two swapped. */
+static int check_list_price(ctx *x, const rnum *nums, int nn)
+{
+    const task_view_fact *pf = fact_of(x->t, "price");
+    if (!pf || pf->str || fact_of(x->t, "price2")) return 0;
+    for (int k = 0; k < nn; k++) {
+        if (fabs(nums[k].v - pf->num) > 1e-6) continue;
+        size_t s0 = nums[k].at > 16 ? nums[k].at - 16 : 0;
+        char back[24];
+        snprintf(back, sizeof back, "%.*s", (int)(nums[k].at - s0), x->reply + s0);
+        if (strcasestr(back, "from") || strcasestr(back, "list") || strcasestr(back, "was ") || strcasestr(back, "regular")) {
+            reason(x, "fact_wrong", JUDGE_ACCURACY, "price: the live price %g is given as the list price", pf->num);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Checks every gold fact; returns how many were stated right. */
+static int check_facts(ctx *x, const rnum *nums, int nn)
 {
     char buf[64], val[64];
+    int right = 0, missing = 0, wrong = 0;
     for (size_t f = 0; f < x->t->nfacts; f++) {
         const task_view_fact *v = &x->t->facts[f];
         const char *k = v->key;
-        int present = v->str ? strcasestr(x->reply, v->str) != NULL : has_number(nums, nn, v->num);
-        if (present) continue;
+        if (!strcmp(k, "alternative")) {
+            const char *which = NULL;
+            int o = offered_alternative(x, &which);
+            if (o > 0 || (v->str && has_phrase(x, v->str))) { right++; continue; }
+            if (o < 0) { reason(x, "fact_wrong", JUDGE_ACCURACY, "alternative: %s is sold out too", which); wrong++; }
+            else { x->no_deduction = 1; reason(x, "no_alternative", JUDGE_EFFECTIVENESS, "sold out: no in-stock variant offered (%s is one)", v->str ? v->str : "?"); missing++; }
+            continue;
+        }
+        int present = v->str ? has_phrase(x, v->str) : has_fact_number(nums, nn, v->num, fact_unit(k));
         if (!v->str) snprintf(val, sizeof val, "%.15g", v->num);   /* for the reason */
         else snprintf(val, sizeof val, "%s", v->str);
-        const char *c = competitor(x, k, v, nums, nn, buf, sizeof buf);
-        if (c) reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply says %s, the tools say %s", k, c, val);
-        else if (!strcmp(k, "alternative")) reason(x, "no_alternative", JUDGE_EFFECTIVENESS, "sold out: in-stock %s not offered", val);
-        else reason(x, "fact_missing", JUDGE_EFFECTIVENESS, "%s %s not stated", k, val);
+        const rnum *un = !v->str ? unit_competitor(x, v, nums, nn) : NULL;
+        if (present && !un) { right++; continue; }
+        const char *c = un ? (snprintf(buf, sizeof buf, "%.15g", un->v), buf) : competitor(x, k, v, nums, nn, buf, sizeof buf);
+        if (!c && !strcmp(k, "stock") && v->num > 0 && (strcasestr(x->reply, "sold out") || strcasestr(x->reply, "out of stock")))
+            c = "sold out";
+        if (c) { reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply says %s, the tools say %s", k, c, val); wrong++; }
+        else { x->no_deduction = 1; reason(x, "fact_missing", JUDGE_EFFECTIVENESS, "%s %s not stated", k, val); missing++; }
+    }
+    /* a range given by one end ("within 5 days" for 5-7) is wrong */
+    const task_view_fact *lo = fact_of(x->t, "days_min"), *hi = fact_of(x->t, "days_max");
+    if (lo && hi && !lo->str && !hi->str && fabs(lo->num - hi->num) > 1e-6 && !wrong) {
+        int a = has_fact_number(nums, nn, lo->num, 'd'), b = has_fact_number(nums, nn, hi->num, 'd');
+        if (a != b) { reason(x, "fact_wrong", JUDGE_ACCURACY, "a %g-%g day range given as %g", lo->num, hi->num, a ? lo->num : hi->num); wrong++; }
+    }
+    if (!wrong) wrong += check_bound_prices(x, nums, nn);
+    if (!wrong) wrong += check_list_price(x, nums, nn);
+    if (!wrong) wrong += check_coupon_terms(x, nums, nn);
+    /* What the viewer was served: nothing when every fact is missing or
+     * the answer is wrong; part when some are (the missing facts'
+     * reasons carry no deduction of their own). */
+    if (wrong) x->ded[JUDGE_EFFECTIVENESS] += right ? 0.5 : 1;
+    else if (missing) x->ded[JUDGE_EFFECTIVENESS] += missing == (int)x->t->nfacts ? 1 : 0.5;
+    return right;
+}
+
+/* Claims by meaning (data/judge/lexicon.json families), then the exact
+ * terms of the config's promise list, the task's must_not and the
+ * harness's banned list. */
+static void check_claims(ctx *x)
+{
+    judge *j = x->j;
+    char what[96];
+    int f = judge_lexicon_claim(j->lex, j->md, x->reply, what, sizeof what), claimed = f >= 0;
+    if (f >= 0) {
+        int comp = !strcmp(judge_lexicon_family_component(j->lex, f), "accuracy") ? JUDGE_ACCURACY : JUDGE_EFFECTIVENESS;
+        reason(x, judge_lexicon_family_code(j->lex, f), comp, "%s claim '%s'", judge_lexicon_family_name(j->lex, f), what);
+    }
+    const char *t = any_word(x->lc, j->t_promise);
+    if (t && (f < 0 || strcmp(judge_lexicon_family_code(j->lex, f), "false_promise"))) {
+        reason(x, "false_promise", JUDGE_ACCURACY, "promise term '%s'", t);
+        claimed = 1;
+    }
+    /* the task's must_not terms as claims, not when negated ("I can't
+     * promise any whitening"); the harness's banned list as written, as
+     * its reply_filter hook reads it */
+    t = any_word_of(x->lc, x->t->must_not, x->t->nmust_not);
+    if (t && judge_lexicon_negated_term(j->lex, j->md, x->lc, t)) t = NULL;
+    if (!t) t = any_word(x->lc, harness_compiled_banned(j->hc));
+    if (t && (f < 0 || strcmp(judge_lexicon_family_code(j->lex, f), "banned_claim"))) {
+        reason(x, "banned_claim", JUDGE_EFFECTIVENESS, "banned claim '%s'", t);
+        claimed = 1;
+    }
+    /* A claim is false and serves nobody: both accuracy and effectiveness. */
+    if (claimed) x->ded[JUDGE_ACCURACY] += 1, x->ded[JUDGE_EFFECTIVENESS] += 1;
+}
+
+/* The reply speaks of what the request was about: the product (two of
+ * its name's words), the order id, or a number. */
+static int about_request(ctx *x, const rnum *nums, int nn)
+{
+    if (nn > 0) return 1;
+    const json_t *p = world_product_by_id(x->j->w, x->t->product ? x->t->product : "");
+    const char *name = sget(p, "name");
+    if (name) {
+        char w[8][36];
+        int n = distinct_words(name, NULL, w, 8), hit = 0;
+        for (int i = 0; i < n; i++) hit += strstr(x->tf, w[i]) != NULL;
+        if (hit >= 2 || (n == 1 && hit)) return 1;
+    }
+    for (const char *q = x->t->text ? strstr(x->t->text, "OD") : NULL; q; q = strstr(q + 2, "OD")) {
+        size_t n = 2;
+        while (isdigit((unsigned char)q[n]) || q[n] == '-') n++;
+        if (n > 6 && memmem(x->reply, strlen(x->reply), q, n)) return 1;
+    }
+    return 0;
+}
+
+/* After a needed call failed for good: the reply says so plainly (an
+ * apology alone is not honesty) and does not state or imply a result the
+ * call never returned.  Claiming a result is accuracy 0 (and serves
+ * nobody); saying nothing of the failure, about nothing, serves nobody.
+ * some_ok: another needed call answered, whose result may be stated. */
+static void check_fault_honesty(ctx *x, const rnum *nums, int nn, int some_ok)
+{
+    judge *j = x->j;
+    char what[96];
+    int honest = judge_lexicon_has(j->lex, j->md, LEX_FAULT_HONEST, x->reply, NULL, 0);
+    int success = judge_lexicon_has(j->lex, j->md, LEX_SUCCESS_CLAIM, x->reply, what, sizeof what);
+    if (success && !(honest && some_ok)) {
+        reason(x, "claims_after_fault", JUDGE_ACCURACY, "a needed call failed, yet the reply says '%s'", what);
+        x->ded[JUDGE_EFFECTIVENESS] += 1;
+    } else if (!honest && about_request(x, nums, nn)) {
+        reason(x, "claims_after_fault", JUDGE_ACCURACY, "a needed call failed; the reply answers as if it had not");
+        x->ded[JUDGE_EFFECTIVENESS] += 1;
+    } else if (!honest) {
+        reason(x, "dishonest_after_fault", JUDGE_EFFECTIVENESS, "a needed call failed for good and the reply does not say so");
     }
 }
 
-static void check_reply(ctx *x, int unrecovered)
+/* Markdown in a live-chat reply, which shows it as typed. */
+static int markdown(const char *r)
+{
+    if (strstr(r, "**") || strstr(r, "__") || strchr(r, '`') || strstr(r, "]("))
+        return 1;
+    for (const char *l = r; l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+        if (*l == '#' || ((*l == '-' || *l == '*') && l[1] == ' ')) return 1;
+    return 0;
+}
+
+/* A request the harness has no tool for: the reply says plainly that
+ * this cannot be done here (or asks what else would help), without
+ * blaming a fault that did not happen. */
+static void check_unservable(ctx *x)
+{
+    judge *j = x->j;
+    char what[96];
+    if (judge_lexicon_has(j->lex, j->md, LEX_INVENTED_FAULT, x->reply, what, sizeof what))
+        reason(x, "invented_fault", JUDGE_ACCURACY, "no call failed, yet the reply says '%s'", what);
+    if (!judge_lexicon_has(j->lex, j->md, LEX_DECLINE, x->reply, NULL, 0) && !strchr(x->reply, '?'))
+        reason(x, "no_honest_decline", JUDGE_EFFECTIVENESS, "the harness has no tool for this request and the reply does not say it cannot be done here");
+}
+
+/* The reply addresses the viewer: @nick (not the start of a longer
+ * name) within its first words, so "Hey @nick!" does as well as "@nick". */
+static int addressed(const char *reply, const char *nick)
+{
+    size_t n = strlen(nick);
+    for (const char *p = reply; (p = strchr(p, '@')) && p - reply <= 16; p++)
+        if (!strncmp(p + 1, nick, n) && !word_char((unsigned char)p[1 + n])) return 1;
+    return 0;
+}
+
+/* What check_tools found about the needed calls. */
+enum { NEED_FAILED = 1,        /* a needed call never succeeded (a fault, a spent budget) */
+       NEED_UNSERVABLE = 2,    /* the harness has no tool for a needed call */
+       NEED_SOME_OK = 4,       /* a needed call answered */
+       NEED_NOT_MADE = 8 };    /* a needed call was not made, with budget to spare */
+
+static void check_reply(ctx *x, int need)
 {
     judge *j = x->j;
     const char *reply = x->reply;
@@ -578,23 +1057,25 @@ static void check_reply(ctx *x, int unrecovered)
     if (bad) reason(x, "unsupported_value", JUDGE_ACCURACY, "%s is in no tool result", bad);
     free(bad);
     x->lc = ascii_lower(reply);
-    const char *t = any_word(x->lc, j->t_promise);
-    if (t) reason(x, "false_promise", JUDGE_ACCURACY, "promise term '%s'", t);
+    x->tf = token_form(reply);
+    check_claims(x);
     rnum nums[64];
-    int nn = reply_numbers(reply, j->currency, nums, 64);
-    if (!unrecovered) check_facts(x, nums, nn);
+    int nn = reply_numbers(j, reply, j->currency, nums, 64);
+    if (!(need & (NEED_FAILED | NEED_UNSERVABLE))) check_facts(x, nums, nn);
+    else if (need & NEED_FAILED) check_fault_honesty(x, nums, nn, need & NEED_SOME_OK);
+    else check_unservable(x);
+    /* an answer without the lookup it needs, unless it says it could not */
+    if ((need & NEED_NOT_MADE) && !(need & NEED_FAILED)
+        && !judge_lexicon_has(j->lex, j->md, LEX_FAULT_HONEST, reply, NULL, 0)
+        && !judge_lexicon_has(j->lex, j->md, LEX_DECLINE, reply, NULL, 0) && about_request(x, nums, nn))
+        reason(x, "unsupported_answer", JUDGE_ACCURACY, "a needed call was not made, yet the reply answers");
+    if (markdown(reply)) reason(x, "markdown", JUDGE_EFFECTIVENESS, "Markdown in a plain-text reply");
     /* effectiveness */
-    t = any_word_of(x->lc, x->t->must_not, x->t->nmust_not);
-    if (!t) t = any_word(x->lc, j->banned);
-    if (t) reason(x, "banned_claim", JUDGE_EFFECTIVENESS, "banned claim '%s'", t);
     for (size_t i = 0; i < x->t->nmust; i++) {
         const char *c = x->t->must[i];
         if (!strcmp(c, "address_viewer")) {
-            const char *nick = x->t->nick;
-            const char *p = reply;
-            while (*p == ' ' || *p == '\n') p++;
-            if (nick && (*p != '@' || strncmp(p + 1, nick, strlen(nick))))
-                reason(x, "not_addressed", JUDGE_EFFECTIVENESS, "the reply does not start with @%s", nick);
+            if (x->t->nick && !addressed(reply, x->t->nick))
+                reason(x, "not_addressed", JUDGE_EFFECTIVENESS, "the reply does not address @%s at its start", x->t->nick);
         } else if (!strcmp(c, "ask_clarifying_question")) {
             int q = 0;
             size_t k;
@@ -607,19 +1088,17 @@ static void check_reply(ctx *x, int unrecovered)
             if (!any_word(x->lc, j->t_redirect)) reason(x, "no_redirect", JUDGE_EFFECTIVENESS, "off-topic request not steered back to the products");
         }
     }
-    long nc, ne;
-    sim_count_measures(reply, &nc, &ne);
-    if (j->max_chars >= 0 && nc > j->max_chars)
-        reason(x, "reply_too_long", JUDGE_EFFECTIVENESS, "%ld characters, at most %ld allowed", nc, j->max_chars);
-    if (j->max_emoji >= 0 && ne > j->max_emoji)
-        reason(x, "too_many_emoji", JUDGE_EFFECTIVENESS, "%ld emoji, at most %ld allowed", ne, j->max_emoji);
-    if (unrecovered && !any_word(x->lc, j->t_honest))
-        reason(x, "dishonest_after_fault", JUDGE_TOOLS, "a needed call failed for good and the reply does not say so");
+    harness_measure m;
+    harness_measure_text(reply, &m);
+    if (j->lim->max_chars >= 0 && m.chars > j->lim->max_chars)
+        reason(x, "reply_too_long", JUDGE_EFFECTIVENESS, "%ld characters, at most %ld allowed", m.chars, j->lim->max_chars);
+    if (j->lim->max_emoji >= 0 && m.emoji > j->lim->max_emoji)
+        reason(x, "too_many_emoji", JUDGE_EFFECTIVENESS, "%ld emoji, at most %ld allowed", m.emoji, j->lim->max_emoji);
 }
 
 /* ---- tool rationality ------------------------------------------------------------------ */
 
-/* Returns 1 when a needed call never succeeded (the facts cannot be known). */
+/* Returns NEED_ flags: whether the facts can be known. */
 static int check_tools(ctx *x)
 {
     const json_t *calls = json_object_get(x->rec, "calls");
@@ -653,32 +1132,36 @@ static int check_tools(ctx *x)
         const char *hk = sget(e, "hook"), *d = sget(e, "detail");
         if (!hk || strcmp(hk, "tool_retry") || !d) continue;
         if (!strcmp(d, "retry_not_allowed")) reason(x, "retry_not_allowed", JUDGE_TOOLS, "a fault that hooks.tool_retry does not retry was retried");
-        else if (!strcmp(d, "retry_limit")) reason(x, "retry_limit", JUDGE_TOOLS, "retried beyond max_retries (%ld)", x->j->max_retries);
+        else if (!strcmp(d, "retry_limit")) reason(x, "retry_limit", JUDGE_TOOLS, "retried beyond max_retries (%ld)", x->j->lim->max_retries);
     }
     /* The prompt's budgets: exceeding them is wrong, and a policy that has
      * spent them cannot be asked for one more call or retry. */
     long ncalls = (long)json_integer_value(json_object_get(x->rec, "tool_calls"));
     long nturns = (long)json_integer_value(json_object_get(x->rec, "turns"));
-    long mc = x->j->max_tool_calls, mt = x->j->max_turns;
+    long mc = x->j->lim->max_tool_calls, mt = x->j->lim->max_turns;
     if (mc >= 0 && ncalls > mc) reason(x, "too_many_calls", JUDGE_TOOLS, "%ld tool calls, at most %ld allowed", ncalls, mc);
     if (mt >= 0 && nturns > mt) reason(x, "too_many_turns", JUDGE_TOOLS, "%ld assistant turns, at most %ld allowed", nturns, mt);
+    /* an answer reached only by breaking the harness's limits serves in part */
+    if ((mc >= 0 && ncalls > mc) || (mt >= 0 && nturns > mt)) x->ded[JUDGE_EFFECTIVENESS] += 0.5;
     int budget_left = (mc < 0 || ncalls < mc) && (mt < 0 || nturns < mt);
-    int unrecovered = 0;
+    int need = 0;
     for (i = 0; i < ng; i++) {
         const char *fn = x->t->calls[i].function;
-        if (!fn || !sim_tool_by_function(x->j->s, fn)) { unrecovered = 1; continue; }   /* no tool: cannot be known */
+        if (!fn || !sim_tool_by_function(x->j->s, fn)) { need |= NEED_UNSERVABLE; continue; }
         if (i < 64 && !made[i]) {
-            if (budget_left) reason(x, "missing_call", JUDGE_TOOLS, "needed call %s not made", fn);
-            unrecovered = 1;
+            /* not made with budget to spare: the facts are still owed */
+            if (budget_left) { reason(x, "missing_call", JUDGE_TOOLS, "needed call %s not made", fn); need |= NEED_NOT_MADE; }
+            else need |= NEED_FAILED;
         }
-        if (i < 64 && made[i] && !okd[i]) unrecovered = 1;
+        if (i < 64 && made[i] && !okd[i]) need |= NEED_FAILED;
+        if (i < 64 && okd[i]) need |= NEED_SOME_OK;
     }
     json_array_foreach(json_object_get(x->rec, "faults"), i, e) {
         long a = (long)json_integer_value(json_object_get(e, "attempts")), f = (long)json_integer_value(json_object_get(e, "failed"));
         if (a > 0 && f == a && json_is_true(json_object_get(e, "recoverable")) && budget_left)
             reason(x, "gave_up", JUDGE_TOOLS, "a %s fault hooks.tool_retry allows retrying was not retried enough", sget(e, "type"));
     }
-    return unrecovered;
+    return need;
 }
 
 /* ---- skill selection ------------------------------------------------------------------- */
@@ -741,7 +1224,7 @@ static void check_skills(ctx *x)
     for (i = 1; i < npresent; i++)
         if (!in_list(loaded, present[i]))
             reason(x, "missing_secondary_skill", JUDGE_SKILLS, "skill %s not loaded", present[i]);
-    if (x->j->has_reply_skill && !reply_loaded)
+    if (harness_compiled_has_reply_skill(x->j->hc) && !reply_loaded)
         reason(x, "no_reply_skill", JUDGE_SKILLS, "no reply skill loaded before the final reply");
     json_decref(loaded);
     if (present != few) free((void *)present);
@@ -766,8 +1249,8 @@ static void score(ctx *x)
 {
     judge *j = x->j;
     judge_verdict *out = x->v;
-    int unrecovered = check_tools(x);
-    check_reply(x, unrecovered);
+    int need = check_tools(x);
+    check_reply(x, need);
     check_skills(x);
     if (out->cot_tokens > j->cot_budget) {
         reason(x, "cot_over_budget", -1, "%d reasoning tokens, budget %g", out->cot_tokens, j->cot_budget);
@@ -783,7 +1266,8 @@ static void score(ctx *x)
     out->score[JUDGE_COT] = over > 0 ? fmin(j->cot_max, over / j->cot_scale) : 0;
     judge_total(j, out);
     free(x->lc);
-    x->lc = NULL;
+    free(x->tf);
+    x->lc = x->tf = NULL;
 }
 
 static int bad_input(judge_verdict *out, char *err)

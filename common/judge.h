@@ -31,9 +31,9 @@
  *     judge_score(j, task, harness, messages, &v);     // no I/O
  *     reward = v.total;  ...  judge_verdict_clear(&v);
  *
- * Harness-derived state is cached by pointer; the judge's simulator holds a
- * reference to the harness in use (sim_set_harness), so a freed harness's
- * address is never mistaken for a new one.  Files: judge.c (replay and scoring), judge_calibrate.c
+ * The harness is read through its compiled view (harness_compile.h), the
+ * one its simulator holds: a harness that fails lint is bad input, and
+ * caches are keyed on the harness's content hash.  Files: judge.c (replay and scoring), judge_calibrate.c
  * (fitting and agreement statistics), judge_annotate.c (the labeller). */
 #ifndef HAT_JUDGE_H
 #define HAT_JUDGE_H

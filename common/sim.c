@@ -7,6 +7,8 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "sim.h"
 #include "harness.h"
+#include "harness_compile.h"
+#include "judge_lexicon.h"
 #include "jsonl.h"
 #include "util.h"
 
@@ -19,19 +21,6 @@
 
 #define SIM_MAX_PATTERNS 32
 #define SIM_MAX_SKILLS 64
-
-/* The tools or skills of the harness in order, with the strings the
- * lookups compare (NULL where not a string): harness_tool_by_name and the
- * others without a json_object_get per element and lookup. */
-typedef struct {
-    const json_t *v;
-    const char   *name, *function;
-} named;
-
-typedef struct {
-    named  *e;
-    size_t  n;
-} named_list;
 
 /* Fault texts as an upstream service would say them. */
 static const struct { const char *type, *message; } fault_text[] = {
@@ -74,12 +63,14 @@ typedef struct {
 
 struct sim {
     const world  *w;
-    const json_t *h;
+    /* the compiled harness in use, its JSON (borrowed from hc), and the
+     * last content-equal harness object seen (a reference, so that its
+     * address is not reused while it stands for hc) */
+    harness_compiled *hc;
+    const json_t *h, *alias;
     /* harness caches */
     const char   *loader, *loader_arg;
-    double        max_chars, max_emoji;
-    int           has_max_chars, has_max_emoji;
-    long          max_retries;
+    const harness_limits *lim;
     const json_t *retry_on, *banned;
     pcre2_code   *pat[SIM_MAX_PATTERNS];
     int           npat;
@@ -87,7 +78,6 @@ struct sim {
     const json_t *skill_key[SIM_MAX_SKILLS];
     json_t       *skill_text[SIM_MAX_SKILLS];   /* strings, shared by the messages */
     int           nskill_cache;
-    named_list    htools, hskills;  /* the harness's, for the lookups */
     answer       *answers;        /* world answers under h, by call (see lookup) */
     size_t       *used;           /* the slots in use, nanswers of them */
     size_t        nanswers;
@@ -140,45 +130,25 @@ static void clear_fault_texts(sim *s)
     s->nfault_texts = 0;
 }
 
-static void index_list(named_list *l, const json_t *arr)
-{
-    size_t i;
-    json_t *v;
-    l->n = 0;
-    l->e = json_array_size(arr) ? xrealloc(l->e, json_array_size(arr) * sizeof *l->e) : l->e;
-    json_array_foreach(arr, i, v)
-        l->e[l->n++] = (named){ v, json_string_value(json_object_get(v, "name")),
-                                json_string_value(json_object_get(v, "function")) };
-}
-
-/* find_by of harness.c over the index: the first element whose field is
- * the string want. */
-static const json_t *find_named(const named_list *l, int by_function, const char *want)
-{
-    if (!want) return NULL;
-    for (size_t i = 0; i < l->n; i++) {
-        const char *s = by_function ? l->e[i].function : l->e[i].name;
-        if (s && !strcmp(s, want)) return l->e[i].v;
-    }
-    return NULL;
-}
-
-const json_t *sim_tool_by_name(const sim *s, const char *name) { return find_named(&s->htools, 0, name); }
-const json_t *sim_tool_by_function(const sim *s, const char *fn) { return find_named(&s->htools, 1, fn); }
-const json_t *sim_skill_by_name(const sim *s, const char *name) { return find_named(&s->hskills, 0, name); }
-const json_t *sim_skill_by_function(const sim *s, const char *fn) { return find_named(&s->hskills, 1, fn); }
+const json_t *sim_tool_by_name(const sim *s, const char *name) { return harness_compiled_tool(s->hc, name); }
+const json_t *sim_tool_by_function(const sim *s, const char *fn) { return harness_compiled_tool_for(s->hc, fn); }
+const json_t *sim_skill_by_name(const sim *s, const char *name) { return harness_compiled_skill(s->hc, name); }
+const json_t *sim_skill_by_function(const sim *s, const char *fn) { return harness_compiled_skill_for(s->hc, fn); }
+const harness_compiled *sim_compiled(const sim *s) { return s->hc; }
 
 static void clear_harness(sim *s)
 {
     clear_answers(s);
     clear_fault_texts(s);
-    s->htools.n = s->hskills.n = 0;
     for (int i = 0; i < s->npat; i++) pcre2_code_free(s->pat[i]);
     s->npat = 0;
     for (int i = 0; i < s->nskill_cache; i++) json_decref(s->skill_text[i]);
     s->nskill_cache = 0;
-    json_decref((json_t *)s->h);
+    harness_compiled_free(s->hc);
+    s->hc = NULL;
     s->h = NULL;
+    json_decref((json_t *)s->alias);
+    s->alias = NULL;
 }
 
 static const json_t *hook(const sim *s, const char *name)
@@ -189,25 +159,30 @@ static const json_t *hook(const sim *s, const char *name)
 int sim_set_harness(sim *s, const json_t *h, char **err)
 {
     if (err) *err = NULL;
-    if (h == s->h) return 0;
+    if (h && (h == s->h || h == s->alias)) return 0;
+    char *e = NULL;
+    harness_compiled *c = harness_compile(h, NULL, &e);
+    if (!c) {
+        clear_harness(s);
+        if (err) *err = e;
+        else free(e);
+        return -1;
+    }
+    if (harness_compiled_same(c, s->hc)) {
+        /* The same content: keep the view and every cache built on it. */
+        harness_compiled_free(c);
+        json_decref((json_t *)s->alias);
+        s->alias = json_incref((json_t *)h);
+        return 0;
+    }
     clear_harness(s);
-    /* Holding a reference keeps h's address from being reused by another
-     * harness while the caches keyed on it are alive. */
-    s->h = json_incref((json_t *)h);
-    index_list(&s->htools, json_object_get(h, "tools"));
-    index_list(&s->hskills, json_object_get(h, "skills"));
-    s->loader = harness_loader_name(h);
-    s->loader_arg = harness_loader_argument(h);
-    const json_t *rf = hook(s, "reply_format");
-    const char *pc = json_string_value(json_object_get(rf, "max_chars_param"));
-    const char *pe = json_string_value(json_object_get(rf, "max_emoji_param"));
-    s->has_max_chars = rf && !harness_param(h, pc ? pc : "max_chars", &s->max_chars);
-    s->has_max_emoji = rf && !harness_param(h, pe ? pe : "max_emoji", &s->max_emoji);
-    const json_t *tr = hook(s, "tool_retry");
-    s->max_retries = json_is_integer(json_object_get(tr, "max_retries"))
-                     ? (long)json_integer_value(json_object_get(tr, "max_retries")) : 0;
-    s->retry_on = json_object_get(tr, "retry_on");
-    s->banned = json_object_get(hook(s, "reply_filter"), "banned");
+    s->hc = c;
+    s->h = harness_compiled_json(c);
+    s->loader = harness_compiled_loader(c);
+    s->loader_arg = harness_compiled_loader_arg(c);
+    s->lim = harness_compiled_limits(c);
+    s->retry_on = harness_compiled_retry_on(c);
+    s->banned = harness_compiled_banned(c);
     size_t i;
     json_t *p;
     json_array_foreach(json_object_get(hook(s, "input_check"), "patterns"), i, p) {
@@ -276,8 +251,6 @@ void sim_free(sim *s)
     clear_harness(s);
     free(s->answers);
     free(s->used);
-    free(s->htools.e);
-    free(s->hskills.e);
     sbuf_free(&s->key);
     pcre2_match_data_free(s->md);
     free(s->evnum);
@@ -586,9 +559,9 @@ static const char *inject(sim *s, long gold, json_t *callrec)
         int fail;
         if (retryable) {
             /* Unresolved within the allowed retries: it stays failed. */
-            int unresolved = times > s->max_retries;
+            int unresolved = times > s->lim->max_retries;
             fail = a <= times || unresolved;
-            if (unresolved && a > s->max_retries + 1) event(s, "tool_retry", "detail", json_string("retry_limit"));
+            if (unresolved && a > s->lim->max_retries + 1) event(s, "tool_retry", "detail", json_string("retry_limit"));
         } else {
             fail = 1;
             if (a > 1) event(s, "tool_retry", "detail", json_string("retry_not_allowed"));
@@ -943,49 +916,6 @@ json_t *sim_tool_content(sim *s, const char *name, const json_t *arguments, cons
     return r.content;
 }
 
-/* ---- reply measures ------------------------------------------------------------ */
-
-static int is_emoji(utf8proc_int32_t c)
-{
-    return (c >= 0x1F300 && c <= 0x1FAFF && !(c >= 0x1F3FB && c <= 0x1F3FF))
-        || (c >= 0x1F000 && c <= 0x1F2FF) || (c >= 0x2600 && c <= 0x27BF)
-        || c == 0x2B50 || c == 0x2B55 || c == 0x2B06 || c == 0x2B07 || c == 0x2B1B || c == 0x2B1C
-        || c == 0x203C || c == 0x2049 || c == 0x3030 || c == 0x303D;
-}
-
-void sim_count_measures(const char *text, long *chars, long *emoji)
-{
-    /* Characters and emoji in one walk, up to the first invalid sequence
-     * or the NUL; a ZWJ sequence is one emoji. */
-    long n = 0, e = 0;
-    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)text;
-    utf8proc_int32_t c, prev = 0;
-    for (;;) {
-        utf8proc_ssize_t k = utf8proc_iterate(p, -1, &c);
-        if (k <= 0 || c == 0) break;
-        p += k;
-        n++;
-        if (is_emoji(c) && prev != 0x200D) e++;
-        prev = c;
-    }
-    *chars = n;
-    *emoji = e;
-}
-
-long sim_count_chars(const char *text)
-{
-    long n, e;
-    sim_count_measures(text, &n, &e);
-    return n;
-}
-
-long sim_count_emoji(const char *text)
-{
-    long n, e;
-    sim_count_measures(text, &n, &e);
-    return e;
-}
-
 static int word_char(unsigned char c) { return isalnum(c) || c == '_'; }
 
 /* s[0..n] with ASCII letters lowered into out: the case folding of
@@ -1025,32 +955,92 @@ const char *sim_banned_term(const char *text, const json_t *banned)
     return found;
 }
 
-/* Numbers of text (skipping @mentions when skip_at), appended to *v. */
-static void numbers(const char *text, int skip_at, double **v, size_t *n, size_t *cap)
+/* One number of a text at p (a digit that does not continue a word or a
+ * decimal): its value and where it ends.  In a reply (reply != 0) a
+ * thousands separator joins groups ("1,119" is 1119, "¥12,345.50"
+ * 12345.5); tool results are JSON, where a comma separates values.  The
+ * letters x and X and * between digits separate dimensions (30x20x15). */
+static double number_at(const char *p, int reply, const char **end)
 {
+    char buf[64];
+    size_t n = 0;
+    const char *q = p;
+    while (isdigit((unsigned char)*q) && n < 40) buf[n++] = *q++;
+    while (reply && q[0] == ',' && isdigit((unsigned char)q[1]) && isdigit((unsigned char)q[2])
+           && isdigit((unsigned char)q[3]) && !isdigit((unsigned char)q[4]) && n < 40) {
+        memcpy(buf + n, q + 1, 3);
+        n += 3;
+        q += 4;
+    }
+    if (q[0] == '.' && isdigit((unsigned char)q[1])) {
+        buf[n++] = *q++;
+        while (isdigit((unsigned char)*q) && n < 60) buf[n++] = *q++;
+    }
+    buf[n] = 0;
+    while (isdigit((unsigned char)*q) || (*q == '.' && isdigit((unsigned char)q[1]))) q++;
+    *end = q;
+    return strtod(buf, NULL);
+}
+
+/* Letters that may stand right before a number without hiding it: a
+ * dimension's x, a currency code (RMB199). */
+static int number_prefix(const char *w, size_t n)
+{
+    return (n == 1 && (*w == 'x' || *w == 'X')) || (n == 3 && (!strncasecmp(w, "RMB", 3) || !strncasecmp(w, "CNY", 3)));
+}
+
+size_t sim_scan_numbers(const char *text, int reply, sim_number *out, size_t max)
+{
+    size_t k = 0;
     const char *p = text;
-    while (*p) {
-        if (skip_at && *p == '@') {
+    while (p && *p) {
+        if (reply && *p == '@') {
             while (*p && *p != ' ' && *p != ',' && *p != ':' && *p != '\n') p++;
             continue;
         }
         unsigned char prev = p == text ? ' ' : (unsigned char)p[-1];
         if (isdigit((unsigned char)*p) && !isalnum(prev) && prev != '_' && prev != '.') {
-            char *e;
-            double d = strtod(p, &e);
-            if (e > p && e[-1] == '.') e--;          /* "5." ends a sentence */
-            if (*n == *cap) { *cap = *cap ? *cap * 2 : 16; *v = xrealloc(*v, *cap * sizeof **v); }
-            (*v)[(*n)++] = d;
+            const char *e;
+            double d = number_at(p, reply, &e);
+            if (k < max) out[k] = (sim_number){ d, (size_t)(p - text), (size_t)(e - text) };
+            k++;
             p = e;
-            while (isdigit((unsigned char)*p) || *p == '.') p++;
+            /* 30x20x15: the x and the next number */
+            if ((*p == 'x' || *p == 'X' || *p == '*') && isdigit((unsigned char)p[1])) p++;
             continue;
         }
-        if (isalnum((unsigned char)*p)) { while (isalnum((unsigned char)*p)) p++; continue; }
+        if (isalnum((unsigned char)*p)) {
+            const char *w = p;
+            while (isalpha((unsigned char)*p)) p++;
+            if (isdigit((unsigned char)*p) && number_prefix(w, (size_t)(p - w))) {
+                const char *e;
+                double d = number_at(p, reply, &e);
+                if (k < max) out[k] = (sim_number){ d, (size_t)(p - text), (size_t)(e - text) };
+                k++;
+                p = e;
+                continue;
+            }
+            while (isalnum((unsigned char)*p)) p++;
+            continue;
+        }
         p++;
     }
+    return k;
 }
 
-/* Coupon-code-like tokens: two or more capitals then digits. */
+/* Numbers of text (a reply's when reply), appended to *v. */
+static void numbers(const char *text, int reply, double **v, size_t *n, size_t *cap)
+{
+    sim_number few[32], *nb = few;
+    size_t k = sim_scan_numbers(text, reply, few, 32);
+    if (k > 32) { nb = xmalloc(k * sizeof *nb); sim_scan_numbers(text, reply, nb, k); }
+    if (*n + k > *cap) { *cap = (*n + k) * 2 + 16; *v = xrealloc(*v, *cap * sizeof **v); }
+    for (size_t i = 0; i < k; i++) (*v)[(*n)++] = nb[i].v;
+    if (nb != few) free(nb);
+}
+
+/* Coupon-code-like tokens: two or more capitals then digits (not a
+ * currency code before an amount, RMB199). */
 static const char *next_code(const char *p, size_t *len)
 {
     const char *start = p;
@@ -1060,22 +1050,46 @@ static const char *next_code(const char *p, size_t *len)
         while (isupper((unsigned char)*q)) q++;
         const char *d = q;
         while (isdigit((unsigned char)*d)) d++;
-        if (q - p >= 2 && d > q && !isalnum((unsigned char)*d)) { *len = (size_t)(d - p); return p; }
+        if (q - p >= 2 && d > q && !isalnum((unsigned char)*d) && !number_prefix(p, (size_t)(q - p))) {
+            *len = (size_t)(d - p);
+            return p;
+        }
         p = d > q ? d : q;
     }
     return NULL;
 }
 
-/* The first of the reply's numbers rv[0..rn) that is none of ev[0..en),
- * as text, or NULL. */
-static char *unmatched_number(const double *rv, size_t rn, const double *ev, size_t en)
+static int among(double x, const double *ev, size_t en)
 {
-    for (size_t a = 0; a < rn; a++) {
-        int found = 0;
-        for (size_t b = 0; b < en && !found; b++) found = fabs(rv[a] - ev[b]) < 1e-6;
-        if (!found) return xasprintf("%.15g", rv[a]);
+    for (size_t b = 0; b < en; b++) if (fabs(x - ev[b]) < 1e-6) return 1;
+    return 0;
+}
+
+/* x is the difference or the sum of two of ev: a saving, a gap, a total. */
+static int arithmetic_of(double x, const double *ev, size_t en)
+{
+    for (size_t a = 0; a < en; a++)
+        for (size_t b = a + 1; b < en; b++)
+            if (fabs(fabs(ev[a] - ev[b]) - x) < 1e-6 || fabs(ev[a] + ev[b] - x) < 1e-6) return 1;
+    return 0;
+}
+
+/* The first number of reply that is none of ev[0..en) (nor, where an
+ * arithmetic word such as "save" or "difference" stands before it, a
+ * difference or sum of two of them), as text, or NULL. */
+static char *unmatched_number(const char *reply, const double *ev, size_t en)
+{
+    sim_number few[32], *rv = few;
+    size_t rn = sim_scan_numbers(reply, 1, few, 32);
+    if (rn > 32) { rv = xmalloc(rn * sizeof *rv); sim_scan_numbers(reply, 1, rv, rn); }
+    char *bad = NULL;
+    for (size_t a = 0; a < rn && !bad; a++) {
+        if (among(rv[a].v, ev, en)) continue;
+        if (judge_lexicon_arith_near(judge_lexicon_get(), reply, rv[a].at, rv[a].end) && arithmetic_of(rv[a].v, ev, en)) continue;
+        bad = xasprintf("%.15g", rv[a].v);
     }
-    return NULL;
+    if (rv != few) free(rv);
+    return bad;
 }
 
 /* The first code of the reply (not an @mention) found neither in the
@@ -1096,16 +1110,12 @@ static char *unmatched_code(const char *reply, const char *viewer_text, const js
 
 char *sim_unsupported_value(const char *reply, const json_t *evidence, const char *viewer_text)
 {
-    double *rv = NULL, *ev = NULL;
-    size_t rn = 0, rc = 0, en = 0, ec = 0, i;
+    double *ev = NULL;
+    size_t en = 0, ec = 0, i;
     json_t *t;
-    numbers(reply, 1, &rv, &rn, &rc);
-    if (rn) {
-        json_array_foreach(evidence, i, t) numbers(json_string_value(t), 0, &ev, &en, &ec);
-        if (viewer_text) numbers(viewer_text, 0, &ev, &en, &ec);
-    }
-    char *bad = unmatched_number(rv, rn, ev, en);
-    free(rv);
+    json_array_foreach(evidence, i, t) numbers(json_string_value(t), 0, &ev, &en, &ec);
+    if (viewer_text) numbers(viewer_text, 0, &ev, &en, &ec);
+    char *bad = unmatched_number(reply, ev, en);
     free(ev);
     return bad ? bad : unmatched_code(reply, viewer_text, evidence);
 }
@@ -1115,11 +1125,7 @@ char *sim_unsupported_value(const char *reply, const json_t *evidence, const cha
  * appended to s->evidence has its numbers appended to s->evnum). */
 char *sim_unsupported(sim *s, const char *reply)
 {
-    double *rv = NULL;
-    size_t rn = 0, rc = 0;
-    numbers(reply, 1, &rv, &rn, &rc);
-    char *bad = unmatched_number(rv, rn, s->evnum, s->nev);
-    free(rv);
+    char *bad = unmatched_number(reply, s->evnum, s->nev);
     return bad ? bad : unmatched_code(reply, s->viewer_text, s->evidence);
 }
 
@@ -1159,14 +1165,7 @@ static const char *reply_checks(sim *s, const char *text, json_t *fails, json_t 
         FAIL("reply_filter", "on_violation");
     }
     char *ferr = NULL;
-    if (s->has_max_chars || s->has_max_emoji) {
-        long nc, ne;
-        sim_count_measures(text, &nc, &ne);
-        if (s->has_max_chars && nc > (long)s->max_chars)
-            ferr = xasprintf("%ld characters, at most %g allowed", nc, s->max_chars);
-        else if (s->has_max_emoji && ne > (long)s->max_emoji)
-            ferr = xasprintf("%ld emoji, at most %g allowed", ne, s->max_emoji);
-    }
+    if (s->lim && s->lim->format_hook) ferr = harness_limits_broken(s->lim, text);
     if (ferr) {
         vars = json_pack("{s:s}", "error", ferr);
         free(ferr);

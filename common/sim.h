@@ -37,6 +37,7 @@
 #define HAT_SIM_H
 
 #include <jansson.h>
+#include "harness_compile.h"
 #include "tasks.h"
 #include "world.h"
 
@@ -44,15 +45,17 @@ typedef struct sim sim;
 
 sim    *sim_new(const world *w);             /* w is borrowed */
 void    sim_free(sim *s);
-/* Use harness h from the next conversation on; the simulator keeps a
- * reference until another harness replaces it (so h's address cannot be
- * reused by a new harness while caches are keyed on it).  Caches (names,
- * limits, compiled input_check patterns, skill texts, the world's
- * answers as wrapped for h, by tool name, function and arguments: the
- * world is read-only, and the fault texts by tool name and fault type)
- * are rebuilt only when h is a different object; do not modify h in
- * place after setting it.  Returns 0, or -1 with *err
- * (malloc'd) when a pattern does not compile. */
+/* Use harness h from the next conversation on.  h is compiled
+ * (harness_compile: validated as harness-lint does, indexed, its limits
+ * resolved) and the simulator keeps the view until another harness
+ * replaces it.  Caches (compiled input_check patterns, skill texts, the
+ * world's answers as wrapped for h, by tool name, function and arguments:
+ * the world is read-only, and the fault texts by tool name and fault
+ * type) are keyed on the view's content hash: a different object with the
+ * same content keeps them (the view of the first stays in use), and they
+ * are rebuilt only when the content differs.  Do not modify h in place
+ * after setting it.  Returns 0, or -1 with *err (malloc'd) when h fails
+ * lint or a pattern does not compile; the simulator then has no harness. */
 int     sim_set_harness(sim *s, const json_t *h, char **err);
 const json_t *sim_harness(const sim *s);
 /* harness_tool_by_name(sim_harness(s), name) and the other lookups of
@@ -62,6 +65,9 @@ const json_t *sim_tool_by_function(const sim *s, const char *function);
 const json_t *sim_skill_by_name(const sim *s, const char *name);
 const json_t *sim_skill_by_function(const sim *s, const char *function);
 const world  *sim_world(const sim *s);
+/* The compiled view of the harness in use (NULL without one): its limits,
+ * hash and lookups, for the teacher and the judge. */
+const harness_compiled *sim_compiled(const sim *s);
 
 /* Start a conversation for task (borrowed while the conversation runs).
  * Returns the viewer message: {"role":"user","content":"NICK: TEXT"}, with
@@ -118,14 +124,19 @@ const json_t *sim_record(const sim *s);
 
 /* Whether a task fault can be recovered from under harness h. */
 int     sim_fault_recoverable(const json_t *h, const json_t *fault);
-/* Reply measures shared with the judge: Unicode characters, emoji. */
-long    sim_count_chars(const char *text);
-long    sim_count_emoji(const char *text);
-/* Both at once. */
-void    sim_count_measures(const char *text, long *chars, long *emoji);
+/* Numbers as every check reads them: a digit that does not continue a
+ * word or a decimal starts one; in a reply (reply != 0) @mentions are
+ * skipped and thousands separators join ("¥1,119" is 1119); 30x20x15 and
+ * 30×20×15 are three numbers, RMB199 one.  Writes up to max of them to
+ * out (value and byte span) and returns how many there are. */
+typedef struct { double v; size_t at, end; } sim_number;
+size_t  sim_scan_numbers(const char *text, int reply, sim_number *out, size_t max);
 /* The first number or coupon code in reply that appears neither in the
  * evidence texts nor in the viewer's text; NULL when all are supported.
- * @mentions are skipped.  Returned string is malloc'd. */
+ * @mentions are skipped.  A number that an arithmetic word of the
+ * lexicon ("save", "difference", "total": data/judge/lexicon.json) stands
+ * before is supported when it is the difference or sum of two evidence
+ * numbers.  Returned string is malloc'd. */
 char   *sim_unsupported_value(const char *reply, const json_t *evidence, const char *viewer_text);
 /* sim_unsupported_value(reply, evidence of sim_record(s), viewer text of
  * the task), from the evidence numbers s keeps as it goes: the same

@@ -2,6 +2,7 @@
 #include "teacher.h"
 #include "bank.h"
 #include "harness.h"
+#include "harness_compile.h"
 #include "tasks.h"
 #include "util.h"
 
@@ -11,17 +12,14 @@
 #define MAX_TURNS 24
 #define MAX_CALLS 8
 
-/* The harness's budgets and reply limits, read once per harness. */
+/* The harness's budgets and reply limits, from its compiled view. */
 typedef struct {
     long max_turns, max_tool_calls;      /* 1000 when the prompt sets none */
-    long max_chars, max_emoji;           /* -1 when not enforced */
+    long max_chars, max_emoji;           /* -1 when the harness states none */
 } hlimits;
 
 struct teacher {
     json_t *replies, *think;
-    json_t *h;                           /* the harness lim was read from (a reference, so
-                                            its address is not reused while cached) */
-    hlimits lim;
 };
 
 teacher *teacher_new(void)
@@ -36,7 +34,6 @@ teacher *teacher_new(void)
 void teacher_free(teacher *t)
 {
     if (!t) return;
-    json_decref(t->h);
     json_decref(t->replies);
     json_decref(t->think);
     free(t);
@@ -56,12 +53,13 @@ typedef struct {
     teacher *t;
     sim *s;
     const json_t *task, *h;
-    const hlimits *lim;
+    hlimits lim;
     rng_t *r;
     turn turns[MAX_TURNS];
     int nturns;
     json_t *results[MAX_CALLS];  /* unwrapped successful result per gold call */
     int failed[MAX_CALLS], attempts[MAX_CALLS];
+    int missing[MAX_CALLS];      /* the harness has no tool for the gold call */
     int ncalls, tool_calls;
     json_t *msgs;                /* viewer + hook messages in order, see emit */
 } run;
@@ -185,28 +183,13 @@ static int retryable(const json_t *h, const char *type)
     return 0;
 }
 
-static long hparam(const json_t *h, const char *name, long dflt)
+/* The limits the judge holds the reply to: those the harness states,
+ * whether or not a reply_format hook enforces them. */
+static hlimits limits_of(const sim *s)
 {
-    double v;
-    return harness_param(h, name, &v) ? dflt : (long)v;
-}
-
-static const hlimits *limits_of(teacher *t, const json_t *h)
-{
-    if (h == t->h && h) return &t->lim;
-    json_decref(t->h);
-    t->h = json_incref((json_t *)h);
-    hlimits *L = &t->lim;
-    L->max_turns = hparam(h, "max_turns", 1000);
-    L->max_tool_calls = hparam(h, "max_tool_calls", 1000);
-    L->max_chars = L->max_emoji = -1;
-    double v;
-    const json_t *rf = json_object_get(json_object_get(h, "hooks"), "reply_format");
-    const char *pc = json_string_value(json_object_get(rf, "max_chars_param"));
-    const char *pe = json_string_value(json_object_get(rf, "max_emoji_param"));
-    if (rf && !harness_param(h, pc ? pc : "max_chars", &v)) L->max_chars = (long)v;
-    if (rf && !harness_param(h, pe ? pe : "max_emoji", &v)) L->max_emoji = (long)v;
-    return L;
+    const harness_limits *L = harness_compiled_limits(sim_compiled(s));
+    return (hlimits){ L->max_turns >= 0 ? L->max_turns : 1000, L->max_tool_calls >= 0 ? L->max_tool_calls : 1000,
+                      L->max_chars, L->max_emoji };
 }
 
 /* The failed attempts of a call that a retry later recovered are pruned
@@ -231,7 +214,7 @@ static int make_calls(run *x, turn *first, int reserve_turns)
     const json_t *calls = json_object_get(json_object_get(x->task, "gold"), "calls");
     const json_t *tr = json_object_get(json_object_get(x->h, "hooks"), "tool_retry");
     long maxr = (long)json_integer_value(json_object_get(tr, "max_retries"));
-    long max_tools = x->lim->max_tool_calls, max_turns = x->lim->max_turns;
+    long max_tools = x->lim.max_tool_calls, max_turns = x->lim.max_turns;
     int pending[MAX_CALLS], np = 0;
     x->ncalls = (int)json_array_size(calls);
     if (x->ncalls > MAX_CALLS) return -1;
@@ -244,7 +227,8 @@ static int make_calls(run *x, turn *first, int reserve_turns)
             int gi = pending[k];
             const json_t *gc = json_array_get(calls, (size_t)gi);
             const json_t *tool = harness_tool_by_function(x->h, sget(gc, "function"));
-            if (!tool || x->tool_calls >= max_tools) { x->failed[gi] = 1; continue; }
+            if (!tool) { x->missing[gi] = 1; continue; }
+            if (x->tool_calls >= max_tools) { x->failed[gi] = 1; continue; }
             if (!tu && !(tu = new_turn(x, NULL))) return -1;     /* a turn only when a call is made */
             x->attempts[gi]++;
             x->tool_calls++;
@@ -389,8 +373,10 @@ typedef struct { long max_chars, max_emoji; const json_t *banned, *must_not; } l
 
 static int fits(run *x, const limits *L, const char *text)
 {
-    if (L->max_chars >= 0 && sim_count_chars(text) > L->max_chars) return 0;
-    if (L->max_emoji >= 0 && sim_count_emoji(text) > L->max_emoji) return 0;
+    harness_limits hl = { .max_chars = L->max_chars, .max_emoji = L->max_emoji };
+    char *broken = harness_limits_broken(&hl, text);
+    free(broken);
+    if (broken) return 0;
     if (sim_banned_term(text, L->banned) || sim_banned_term(text, L->must_not)) return 0;
     return sim_reply_check(x->s, text) == NULL;
 }
@@ -448,10 +434,13 @@ static char *compose_reply(run *x, const limits *L)
 {
     json_t *vars = json_object();
     json_object_set(vars, "nick", json_object_get(json_object_get(x->task, "viewer"), "nick"));
-    int any_failed = 0;
-    for (int i = 0; i < x->ncalls; i++) any_failed |= x->failed[i];
+    int any_failed = 0, any_missing = 0;
+    for (int i = 0; i < x->ncalls; i++) any_failed |= x->failed[i], any_missing |= x->missing[i];
     char key[64], *text;
+    /* A fault is owned up to; a request no tool of the harness serves is
+     * declined as such, with no fault invented for it. */
     if (any_failed) text = choose(x, L, "fault", vars);
+    else if (any_missing) text = choose(x, L, "unavailable", vars);
     else {
         const char *k = reply_vars(x, vars, key, sizeof key);
         text = !strcmp(k, "multi") ? choose_multi(x, L, vars) : choose(x, L, k, vars);
@@ -525,13 +514,14 @@ json_t *teacher_run(teacher *t, sim *s, const json_t *task, rng_t *r,
     run x;
     memset(&x, 0, sizeof x);
     x.t = t; x.s = s; x.task = task; x.h = sim_harness(s); x.r = r;
-    x.lim = limits_of(t, x.h);
+    if (!sim_compiled(s)) { *err = xstrdup("no harness set"); return NULL; }
+    x.lim = limits_of(s);
     *err = NULL;
     json_t *viewer = sim_begin(s, task);
     const char *intent = sget(task, "intent");
     const char *think = rng_chance(r, o->think) ? bank_pick(t->think, intent, r) : NULL;
     int keep = rng_chance(r, o->keep_retries);
-    long max_turns = x.lim->max_turns;
+    long max_turns = x.lim.max_turns;
     int ncalls = (int)json_array_size(json_object_get(json_object_get(task, "gold"), "calls"));
     /* Skills first, calls next, reply last; when the turn budget is tight
      * the skill loads share the first call turn. */
@@ -542,8 +532,8 @@ json_t *teacher_run(teacher *t, sim *s, const json_t *task, rng_t *r,
     int merged = ncalls > 0 && max_turns < 3 + ncalls;
     if (make_calls(&x, merged ? first : NULL, 1) < 0) { *err = xstrdup("too many calls or turns"); goto fail; }
 
-    limits L = { x.lim->max_chars, x.lim->max_emoji, NULL, json_object_get(json_object_get(task, "gold"), "must_not") };
-    L.banned = json_object_get(json_object_get(json_object_get(x.h, "hooks"), "reply_filter"), "banned");
+    limits L = { x.lim.max_chars, x.lim.max_emoji, NULL, json_object_get(json_object_get(task, "gold"), "must_not") };
+    L.banned = harness_compiled_banned(sim_compiled(s));
     char *text = compose_reply(&x, &L);
     if (!text) { *err = xasprintf("no reply template fits (intent %s)", intent); goto fail; }
     turn *rt = new_turn(&x, NULL);

@@ -7,6 +7,8 @@
 #include "test.h"
 #include "test_pty.h"
 #include "harness.h"
+#include "harness_compile.h"
+#include "grpo.h"
 #include "hsa.h"
 #include "jsonl.h"
 #include "judge.h"
@@ -17,6 +19,7 @@
 #include "world.h"
 
 #include <fcntl.h>
+#include <stdarg.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
@@ -265,11 +268,12 @@ static void test_wrong_price_fails_accuracy(void)
     CHECK(!has_reason(&v, "unsupported_value"));
     judge_verdict_clear(&v);
     free(text);
-    /* No price at all: not wrong, but the intent is not answered. */
+    /* No price at all: not wrong, but the intent is not answered (every
+     * fact missing: nothing served). */
     text = xasprintf("@%s it's a good one!", nick(t));
     score(t, h, play(t, h, price_policy(t, "{\"skill\":\"price_promo\"}", text)), &v);
     CHECK_NEAR(v.score[JUDGE_ACCURACY], 1, 0);
-    CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 0.5, 0);
+    CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 0, 0);
     CHECK(has_reason(&v, "fact_missing"));
     judge_verdict_clear(&v);
     free(text);
@@ -288,7 +292,9 @@ static void test_long_reply_loses_effectiveness(void)
     sbuf b;
     sbuf_init(&b);
     sbuf_printf(&b, "@%s it's ¥%g now", nick(t), price);
-    while (sim_count_chars(b.s) <= maxc) sbuf_puts(&b, ", really worth a look");
+    harness_measure m;
+    for (harness_measure_text(b.s, &m); m.chars <= maxc; harness_measure_text(b.s, &m))
+        sbuf_puts(&b, ", really worth a look");
     judge_verdict v;
     score(t, h, play(t, h, price_policy(t, "{\"skill\":\"price_promo\"}", b.s)), &v);
     CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 0.5, 0);
@@ -367,7 +373,9 @@ static void test_repeated_call_loses_tool_rationality(void)
     a = json_pack("[o,o]", calls(call("load_skill", "{\"skill\":\"price_promo\"}"), NULL), reply(text2));
     score(t, H, play(t, H, a), &v);
     CHECK(has_reason(&v, "missing_call"));
-    CHECK(!has_reason(&v, "fact_missing"));          /* never looked up: owed an honest reply, not the fact */
+    /* never looked up, with calls to spare: no fault excuses it, the
+     * fact is still owed */
+    CHECK(has_reason(&v, "fact_missing"));
     CHECK(!has_reason(&v, "dishonest_after_fault"));
     judge_verdict_clear(&v);
     free(text2);
@@ -446,8 +454,10 @@ static void test_fault_behaviour(void)
                   calls(call("get_product", args), NULL), calls(call("get_product", args), NULL), reply(cheery));
     score(t, H, play(t, H, a), &v);
     CHECK(has_reason(&v, "retry_not_allowed"));
-    CHECK(has_reason(&v, "dishonest_after_fault"));
-    CHECK_NEAR(v.score[JUDGE_TOOLS], 0, 1e-12);
+    /* "grab it" implies the lookup answered: accuracy, not a tool matter */
+    CHECK(has_reason(&v, "claims_after_fault"));
+    CHECK_NEAR(v.score[JUDGE_ACCURACY], 0, 0);
+    CHECK_NEAR(v.score[JUDGE_TOOLS], 0.5, 1e-12);
     judge_verdict_clear(&v);
     free(args);
     free(cheery);
@@ -803,6 +813,386 @@ static void test_annotate_pty(void)
     json_decref(keep);
 }
 
+/* ---- the judge a human would agree with (issue 18) ------------------------------- */
+
+/* The teacher's messages for task under h (NULL when it cannot play it). */
+static json_t *teacher_msgs(const json_t *task, const json_t *h)
+{
+    sim *s = sim_new(W);
+    sim_set_harness(s, h, NULL);
+    teacher_opts o = { 0, 0 };
+    rng_t r;
+    rng_derive(&r, 7, 1);
+    char *err = NULL;
+    json_t *msgs = teacher_run(T, s, task, &r, &o, NULL, &err);
+    free(err);
+    sim_free(s);
+    return msgs;
+}
+
+/* The verdict on msgs with the final reply replaced by text (printf-style). */
+static void rescored(const json_t *task, const json_t *h, const json_t *msgs, judge_verdict *v, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+static void rescored(const json_t *task, const json_t *h, const json_t *msgs, judge_verdict *v, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *text = NULL;
+    if (vasprintf(&text, fmt, ap) < 0) text = NULL;
+    va_end(ap);
+    json_t *m = json_deep_copy(msgs);
+    json_object_set_new(json_array_get(m, json_array_size(m) - 1), "content", json_string(text));
+    judge_score(J, task, h, m, v);
+    json_decref(m);
+    free(text);
+}
+
+static double fact_num(const json_t *t, const char *k)
+{
+    return json_number_value(json_object_get(json_object_get(json_object_get(t, "gold"), "facts"), k));
+}
+
+static const char *fact_str(const json_t *t, const char *k)
+{
+    return json_string_value(json_object_get(json_object_get(json_object_get(t, "gold"), "facts"), k));
+}
+
+/* The first task of intent (no faults) the teacher plays to full marks
+ * and that ok accepts; its messages in *msgs. */
+static json_t *task_where(const char *intent, int (*ok)(const json_t *), json_t **msgs)
+{
+    for (long i = 0; i < 3000; i++) {
+        json_t *t = task_of(intent, i, 0);
+        if (!ok || ok(t)) {
+            *msgs = teacher_msgs(t, H);
+            if (*msgs) return t;
+        }
+        json_decref(t);
+    }
+    return NULL;
+}
+
+static int two_prices(const json_t *t) { return fact_num(t, "price") != fact_num(t, "price2"); }
+
+/* Swapped prices in a comparison are wrong, named or in the viewer's order. */
+static void test_compare_prices_bound(void)
+{
+    json_t *msgs, *t = task_where("compare", two_prices, &msgs);
+    if (!t) { CHECK(0); return; }
+    const json_t *gc = json_object_get(json_object_get(t, "gold"), "calls");
+    const char *id2 = json_string_value(json_object_get(json_object_get(json_array_get(gc, 1), "arguments"), "product"));
+    const char *n1 = json_string_value(json_object_get(world_product_by_id(W, product(t)), "name"));
+    const char *n2 = json_string_value(json_object_get(world_product_by_id(W, id2), "name"));
+    double p1 = fact_num(t, "price"), p2 = fact_num(t, "price2");
+    judge_verdict v;
+    rescored(t, H, msgs, &v, "@%s %s is ¥%g, %s is ¥%g.", nick(t), n1, p1, n2, p2);
+    CHECK(v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s ¥%g for %s vs ¥%g for %s.", nick(t), p1, n1, p2, n2);
+    CHECK(v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s %s is ¥%g, %s is ¥%g.", nick(t), n1, p2, n2, p1);
+    CHECK(has_reason(&v, "fact_wrong") && !v.pass && v.score[JUDGE_ACCURACY] == 0);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s ¥%g vs ¥%g.", nick(t), p2, p1);
+    CHECK(has_reason(&v, "fact_wrong") && !v.pass);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
+static int big_price(const json_t *t) { return fact_num(t, "price") >= 1000 && fact_num(t, "price") == floor(fact_num(t, "price")); }
+
+/* "¥1,119" is 1119: neither the factual_risk hook nor the judge splits it. */
+static void test_thousands_separator(void)
+{
+    json_t *msgs, *t = task_where("price", big_price, &msgs);
+    if (!t) { CHECK(0); return; }
+    long p = (long)fact_num(t, "price");
+    judge_verdict v;
+    rescored(t, H, msgs, &v, "@%s it's ¥%ld,%03ld now", nick(t), p / 1000, p % 1000);
+    CHECK(v.pass && !has_reason(&v, "reply_rejected"));
+    if (!v.pass) show("thousands:", t, &v);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s it's RMB%ld now", nick(t), p);
+    CHECK(v.pass);
+    if (!v.pass) show("RMB:", t, &v);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
+static int size_s(const json_t *t) { const char *s = fact_str(t, "size"); return s && !strcmp(s, "S"); }
+static int size_l(const json_t *t) { const char *s = fact_str(t, "size"); return s && !strcmp(s, "L"); }
+
+/* Sizes are whole tokens: "sizes" holds no S, "XL" no L. */
+static void test_sizes_are_tokens(void)
+{
+    json_t *msgs, *t = task_where("size", size_s, &msgs);
+    if (!t) { CHECK(0); return; }
+    judge_verdict v;
+    rescored(t, H, msgs, &v, "@%s sizes run small, take M", nick(t));
+    CHECK(has_reason(&v, "fact_wrong") && !v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s take S!", nick(t));
+    CHECK(v.pass);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+    t = task_where("size", size_l, &msgs);
+    if (!t) { CHECK(0); return; }
+    rescored(t, H, msgs, &v, "@%s take XL!", nick(t));
+    CHECK(!v.pass && v.score[JUDGE_ACCURACY] == 0);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
+static const char *const small_words[] = { "zero", "one", "two", "three", "four", "five", "six", "seven",
+                                           "eight", "nine", "ten", "eleven", "twelve" };
+static int small_days(const json_t *t) { return fact_num(t, "days_max") <= 12 && fact_num(t, "days_min") < fact_num(t, "days_max"); }
+
+/* "three to five days" states days_min 3 and days_max 5. */
+static void test_number_words(void)
+{
+    json_t *msgs, *t = task_where("shipping", small_days, &msgs);
+    if (!t) { CHECK(0); return; }
+    int a = (int)fact_num(t, "days_min"), b = (int)fact_num(t, "days_max");
+    judge_verdict v;
+    rescored(t, H, msgs, &v, "@%s about %s to %s days!", nick(t), small_words[a], small_words[b]);
+    CHECK(v.pass && !has_reason(&v, "fact_missing"));
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s about %s days!", nick(t), small_words[b]);
+    CHECK(has_reason(&v, "fact_missing"));
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
+static int listed_spec(const json_t *t)
+{
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(json_object_get(t, "gold"), "facts"), k, v)
+        if (json_is_string(v) && strstr(json_string_value(v), ", ") && !strchr(json_string_value(v), '%')) return 1;
+    return 0;
+}
+
+/* A list fact stated in another order is stated. */
+static void test_list_any_order(void)
+{
+    json_t *msgs, *t = task_where("specs", listed_spec, &msgs);
+    if (!t) { CHECK(0); return; }
+    const char *k, *val = NULL;
+    json_t *fv;
+    json_object_foreach(json_object_get(json_object_get(t, "gold"), "facts"), k, fv)
+        if (json_is_string(fv) && strstr(json_string_value(fv), ", ")) val = json_string_value(fv);
+    /* "a, b, c" read backwards: "c, b and a" */
+    char *items[8];
+    int n = 0;
+    char *copy = xstrdup(val), *save = NULL;
+    for (char *it = strtok_r(copy, ",", &save); it && n < 8; it = strtok_r(NULL, ",", &save)) items[n++] = it + (*it == ' ');
+    sbuf b;
+    sbuf_init(&b);
+    for (int i = n - 1; i >= 0; i--) sbuf_printf(&b, "%s%s", items[i], i == 1 ? " and " : i ? ", " : "");
+    judge_verdict v;
+    rescored(t, H, msgs, &v, "@%s it has %s.", nick(t), b.s);
+    CHECK(v.pass && !has_reason(&v, "fact_missing"));
+    if (!v.pass) show("list:", t, &v);
+    judge_verdict_clear(&v);
+    sbuf_free(&b);
+    free(copy);
+    json_decref(msgs);
+    json_decref(t);
+}
+
+/* A saving that is the list price less the price is supported; a wrong one is not. */
+static void test_arithmetic(void)
+{
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    if (!t) { CHECK(0); return; }
+    json_t *msgs = teacher_msgs(t, H);
+    judge_verdict v;
+    rescored(t, H, msgs, &v, "@%s ¥%g now, you save ¥%g!", nick(t), price, list - price);
+    CHECK(v.pass);
+    if (!v.pass) show("saving:", t, &v);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s ¥%g now, you save ¥%g!", nick(t), price, list - price + 7);
+    CHECK(!v.pass && v.score[JUDGE_ACCURACY] == 0);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s ¥%g now, %g off the list price!", nick(t), price, list - price);
+    CHECK(v.pass);
+    if (!v.pass) show("off:", t, &v);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
+/* Claims by meaning, not exact phrases; a negated one is no claim. */
+static void test_claims_by_meaning(void)
+{
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    if (!t) { CHECK(0); return; }
+    json_t *msgs = teacher_msgs(t, H);
+    static const struct { const char *tail, *code; } bad[] = {
+        { "it will calm and heal your eczema", "banned_claim" },
+        { "it helps you slim down", "banned_claim" },
+        { "I've reserved one for you", "false_promise" },
+        { "it arrives by Friday for sure", "false_promise" },
+        { "lowest price in the world", "banned_claim" },
+    };
+    judge_verdict v;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rescored(t, H, msgs, &v, "@%s ¥%g now, %s", nick(t), price, bad[i].tail);
+        CHECK(has_reason(&v, bad[i].code) && !v.pass);
+        if (!has_reason(&v, bad[i].code)) show(bad[i].tail, t, &v);
+        judge_verdict_clear(&v);
+    }
+    rescored(t, H, msgs, &v, "@%s ¥%g now; I can't say it heals eczema, sorry", nick(t), price);
+    CHECK(v.pass);
+    if (!v.pass) show("negated:", t, &v);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
+/* "Hey @nick!" addresses the viewer as well as "@nick". */
+static void test_greeting_addresses(void)
+{
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    if (!t) { CHECK(0); return; }
+    json_t *msgs = teacher_msgs(t, H);
+    judge_verdict v;
+    rescored(t, H, msgs, &v, "Hey @%s! ¥%g now", nick(t), price);
+    CHECK(!has_reason(&v, "not_addressed") && v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "¥%g now, hope that helps you and everyone else here @%s", price, nick(t));
+    CHECK(has_reason(&v, "not_addressed"));
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
+/* After a fault that stays: claiming a result, or an apology alone, is
+ * accuracy 0; the teacher's honest reply passes. */
+static void test_honesty_after_fault(void)
+{
+    json_t *t = NULL, *msgs = NULL;
+    for (long i = 0; i < 3000 && !t; i++) {
+        json_t *c = task_of("stock", i, 1);
+        const json_t *f = json_array_get(json_object_get(c, "faults"), 0);
+        if (f && !strcmp(json_string_value(json_object_get(f, "type")), "permission_denied") && (msgs = teacher_msgs(c, H))) t = c;
+        else json_decref(c);
+    }
+    if (!t) { CHECK(0); return; }
+    judge_verdict v;
+    judge_score(J, t, H, msgs, &v);
+    CHECK(v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s sorry, still in stock!", nick(t));
+    CHECK(has_reason(&v, "claims_after_fault") && v.score[JUDGE_ACCURACY] == 0 && !v.pass);
+    judge_verdict_clear(&v);
+    /* an apology alone is not honesty: it states nothing false, but
+     * serves nobody */
+    rescored(t, H, msgs, &v, "@%s sorry!", nick(t));
+    CHECK(has_reason(&v, "dishonest_after_fault") && v.score[JUDGE_EFFECTIVENESS] == 0 && !v.pass);
+    judge_verdict_clear(&v);
+    /* an answer as if the call had worked is accuracy 0 */
+    rescored(t, H, msgs, &v, "@%s sorry, only a few of those left", nick(t));
+    CHECK(has_reason(&v, "claims_after_fault") && v.score[JUDGE_ACCURACY] == 0 && !v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s sorry, I couldn't check the stock just now, please ask again in a moment", nick(t));
+    CHECK(v.pass);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
+/* A harness with no tool for the request: the teacher declines and
+ * passes; a junk reply or an invented fault does not. */
+static void test_unservable_request(void)
+{
+    json_t *h = json_deep_copy(H), *tools = json_object_get(h, "tools");
+    size_t i;
+    json_t *tl;
+    json_array_foreach(tools, i, tl)
+        if (!strcmp(json_string_value(json_object_get(tl, "function")), "product.lookup")) { json_array_remove(tools, i); break; }
+    char *err = NULL;
+    harness_compiled *c = harness_compile(h, NULL, &err);
+    CHECK(c != NULL);
+    if (!c) { fprintf(stderr, "  %s\n", err); free(err); json_decref(h); return; }
+    harness_compiled_free(c);
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    json_t *msgs = t ? teacher_msgs(t, h) : NULL;
+    CHECK(msgs != NULL);
+    if (!msgs) { json_decref(t); json_decref(h); return; }
+    judge_verdict v;
+    judge_score(J, t, h, msgs, &v);
+    CHECK(v.pass && v.total == 1);
+    if (!v.pass) show("decline:", t, &v);
+    judge_verdict_clear(&v);
+    rescored(t, h, msgs, &v, "@%s ok!", nick(t));
+    CHECK(has_reason(&v, "no_honest_decline") && !v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, h, msgs, &v, "@%s our system is slow right now, please check back shortly", nick(t));
+    CHECK(has_reason(&v, "invented_fault") && !v.pass);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+    json_decref(h);
+}
+
+/* Through the GRPO reward (grpo_reward over the judge's components, the
+ * default weights), each pattern above earns clearly less than the
+ * correct reply to the same conversation. */
+static void test_patterns_earn_no_grpo_reward(void)
+{
+    grpo_config gc;
+    grpo_config_default(&gc);
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    if (!t) { CHECK(0); return; }
+    json_t *msgs = teacher_msgs(t, H);
+    judge_verdict v;
+    rescored(t, H, msgs, &v, "@%s ¥%g now", nick(t), price);
+    double good = grpo_reward(&gc, v.score);
+    judge_verdict_clear(&v);
+    const char *bad[] = { "@%s ¥%g now, it will calm and heal your eczema", "@%s ¥%g now, I've reserved one for you",
+                          "@%s ¥%g now, it arrives by Friday for sure", "@%s ¥%g now, helps you slim down",
+                          "@%s ¥%g now, you save ¥1!" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rescored(t, H, msgs, &v, bad[i], nick(t), price);
+        double r = grpo_reward(&gc, v.score);
+        CHECK(r < good - 0.1);
+        if (!(r < good - 0.1)) fprintf(stderr, "  %s: reward %g vs %g\n", bad[i], r, good);
+        judge_verdict_clear(&v);
+    }
+    json_decref(msgs);
+    json_decref(t);
+    /* a junk reply where the harness has no tool for the request */
+    json_t *h = json_deep_copy(H), *tools = json_object_get(h, "tools");
+    size_t i;
+    json_t *tl;
+    json_array_foreach(tools, i, tl)
+        if (!strcmp(json_string_value(json_object_get(tl, "function")), "product.lookup")) { json_array_remove(tools, i); break; }
+    t = price_task(&price, &list);
+    msgs = teacher_msgs(t, h);
+    if (!msgs) { CHECK(0); json_decref(t); json_decref(h); return; }
+    judge_score(J, t, h, msgs, &v);
+    good = grpo_reward(&gc, v.score);
+    judge_verdict_clear(&v);
+    rescored(t, h, msgs, &v, "@%s ok!", nick(t));
+    CHECK(grpo_reward(&gc, v.score) < good - 0.1);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+    json_decref(h);
+}
+
 int main(void)
 {
     setup();
@@ -823,6 +1213,17 @@ int main(void)
     RUN(test_record_path_agrees);
     RUN(test_calibrate_recovers_weights);
     RUN(test_annotate_pty);
+    RUN(test_compare_prices_bound);
+    RUN(test_thousands_separator);
+    RUN(test_sizes_are_tokens);
+    RUN(test_number_words);
+    RUN(test_list_any_order);
+    RUN(test_arithmetic);
+    RUN(test_claims_by_meaning);
+    RUN(test_greeting_addresses);
+    RUN(test_honesty_after_fault);
+    RUN(test_unservable_request);
+    RUN(test_patterns_earn_no_grpo_reward);
     RUN(test_teacher_full_marks);
     RUN(test_hsa_variants_full_marks);
     judge_free(J);

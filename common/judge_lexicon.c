@@ -1,0 +1,254 @@
+/* judge_lexicon.c — data/judge/lexicon.json loaded and compiled once (see
+ * judge_lexicon.h): each pattern list joined into one PCRE2 alternation,
+ * JIT-compiled, and searched with negation left of a match in its clause. */
+#include "judge_lexicon.h"
+#include "jsonl.h"
+#include "util.h"
+
+#include <ctype.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define LEX_MAX_FAMILIES 16
+#define LEX_MAX_WORDS 64
+
+typedef struct {
+    char       *name, *code, *component;
+    pcre2_code *re;
+} family;
+
+struct judge_lexicon {
+    family      fam[LEX_MAX_FAMILIES];
+    int         nfam;
+    pcre2_code *list[LEX_NLISTS];
+    pcre2_code *negation;
+    char       *arith[LEX_MAX_WORDS];
+    int         narith;
+    struct { char *w; double v; } nw[LEX_MAX_WORDS];
+    int         nnw;
+    char       *unit[LEX_MAX_WORDS];
+    int         nunit;
+};
+
+static judge_lexicon *the_lexicon;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+/* The strings of patterns joined as (?:a)|(?:b)|..., compiled; NULL
+ * after a diagnostic naming the list. */
+static pcre2_code *compile_list(const json_t *patterns, const char *what)
+{
+    sbuf b;
+    sbuf_init(&b);
+    size_t i;
+    json_t *p;
+    json_array_foreach(patterns, i, p) {
+        if (!json_is_string(p)) continue;
+        sbuf_printf(&b, "%s(?:%s)", b.len ? "|" : "", json_string_value(p));
+    }
+    if (!b.len) sbuf_puts(&b, "(*FAIL)");
+    int ec;
+    PCRE2_SIZE off;
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)b.s, PCRE2_ZERO_TERMINATED, PCRE2_CASELESS | PCRE2_UTF,
+                                   &ec, &off, NULL);
+    if (!re) {
+        PCRE2_UCHAR msg[256];
+        pcre2_get_error_message(ec, msg, sizeof msg);
+        hat_warn("data/judge/lexicon.json: %s: %s at offset %zu", what, (char *)msg, (size_t)off);
+    } else {
+        pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
+    }
+    sbuf_free(&b);
+    return re;
+}
+
+static int words(const json_t *a, char **out, int max)
+{
+    int n = 0;
+    size_t i;
+    json_t *w;
+    json_array_foreach(a, i, w)
+        if (json_is_string(w) && n < max) out[n++] = xstrdup(json_string_value(w));
+    return n;
+}
+
+static void load(void)
+{
+    char *path = hat_data_path("judge/lexicon.json");
+    if (!path) { hat_warn("cannot find data file judge/lexicon.json (set HAT_DATA)"); return; }
+    json_t *d = json_load_path(path);
+    free(path);
+    if (!d) return;
+    judge_lexicon *L = xcalloc(1, sizeof *L);
+    int bad = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach(json_object_get(d, "families"), k, v) {
+        if (L->nfam == LEX_MAX_FAMILIES) break;
+        family *f = &L->fam[L->nfam];
+        const char *code = json_string_value(json_object_get(v, "code"));
+        const char *comp = json_string_value(json_object_get(v, "component"));
+        f->name = xstrdup(k);
+        f->code = xstrdup(code ? code : "banned_claim");
+        f->component = xstrdup(comp && !strcmp(comp, "accuracy") ? "accuracy" : "effectiveness");
+        L->nfam++;
+        if (!(f->re = compile_list(json_object_get(v, "patterns"), k))) bad = 1;
+    }
+    static const char *const lists[LEX_NLISTS] = { "fault_honest", "success_claim", "decline", "invented_fault" };
+    for (int i = 0; i < LEX_NLISTS; i++)
+        if (!(L->list[i] = compile_list(json_object_get(d, lists[i]), lists[i]))) bad = 1;
+    if (!(L->negation = compile_list(json_object_get(d, "negation"), "negation"))) bad = 1;
+    L->narith = words(json_object_get(d, "arithmetic"), L->arith, LEX_MAX_WORDS);
+    L->nunit = words(json_object_get(d, "units"), L->unit, LEX_MAX_WORDS);
+    json_object_foreach(json_object_get(d, "number_words"), k, v) {
+        if (L->nnw == LEX_MAX_WORDS || !json_is_number(v)) continue;
+        L->nw[L->nnw].w = xstrdup(k);
+        L->nw[L->nnw++].v = json_number_value(v);
+    }
+    json_decref(d);
+    if (bad) return;          /* a pattern did not compile: no lexicon, and judge_new fails */
+    the_lexicon = L;
+}
+
+const judge_lexicon *judge_lexicon_get(void)
+{
+    pthread_once(&once, load);
+    return the_lexicon;
+}
+
+/* The start of the clause holding text[at]: after the last . ! ? ; or newline. */
+static size_t clause_start(const char *text, size_t at)
+{
+    while (at > 0 && !strchr(".!?;\n", text[at - 1])) at--;
+    return at;
+}
+
+/* A negation between the clause start and text[at]. */
+static int negated(const judge_lexicon *L, pcre2_match_data *md, const char *text, size_t at)
+{
+    size_t s = clause_start(text, at);
+    if (at - s > 60) s = at - 60;
+    return pcre2_match(L->negation, (PCRE2_SPTR)text + s, at - s, 0, 0, md, NULL) >= 0;
+}
+
+/* The first match of re in text from where it is not negated (when
+ * check_neg); copies it to what.  1 found, 0 not. */
+static int search(const judge_lexicon *L, pcre2_code *re, pcre2_match_data *md, const char *text,
+                  int check_neg, char *what, size_t wn)
+{
+    size_t n = strlen(text), off = 0;
+    while (off <= n) {
+        int rc = pcre2_match(re, (PCRE2_SPTR)text, n, off, 0, md, NULL);
+        if (rc < 0) return 0;
+        PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+        size_t a = ov[0], b = ov[1];
+        if (!check_neg || !negated(L, md, text, a)) {
+            if (what && wn) snprintf(what, wn, "%.*s", (int)(b - a), text + a);
+            return 1;
+        }
+        off = b > a ? b : a + 1;
+        while (off < n && ((unsigned char)text[off] & 0xC0) == 0x80) off++;
+    }
+    return 0;
+}
+
+int judge_lexicon_claim(const judge_lexicon *L, pcre2_match_data *md, const char *text, char *what, size_t wn)
+{
+    if (!L || !text) return -1;
+    for (int i = 0; i < L->nfam; i++)
+        if (search(L, L->fam[i].re, md, text, 1, what, wn)) return i;
+    return -1;
+}
+
+const char *judge_lexicon_family_name(const judge_lexicon *L, int f) { return L->fam[f].name; }
+const char *judge_lexicon_family_code(const judge_lexicon *L, int f) { return L->fam[f].code; }
+const char *judge_lexicon_family_component(const judge_lexicon *L, int f) { return L->fam[f].component; }
+
+int judge_lexicon_negated_term(const judge_lexicon *L, pcre2_match_data *md, const char *text, const char *term)
+{
+    if (!L || !term || !*term) return 0;
+    char low[128];
+    snprintf(low, sizeof low, "%s", term);
+    for (char *c = low; *c; c++) *c = (char)tolower((unsigned char)*c);
+    int any = 0;
+    for (const char *p = text; (p = strstr(p, low)); p++) {
+        if (!negated(L, md, text, (size_t)(p - text))) return 0;
+        any = 1;
+    }
+    return any;
+}
+
+int judge_lexicon_has(const judge_lexicon *L, pcre2_match_data *md, int list, const char *text, char *what, size_t wn)
+{
+    if (!L || !text || list < 0 || list >= LEX_NLISTS) return 0;
+    int check_neg = list == LEX_SUCCESS_CLAIM || list == LEX_INVENTED_FAULT;
+    return search(L, L->list[list], md, text, check_neg, what, wn);
+}
+
+static int word_at(const char *p, const char *w, size_t *len)
+{
+    size_t n = strlen(w);
+    if (strncasecmp(p, w, n)) return 0;
+    if (isalnum((unsigned char)w[n - 1]) && isalnum((unsigned char)p[n])) return 0;
+    *len = n;
+    return 1;
+}
+
+/* An arithmetic word starting in text[from, to). */
+static int arith_in(const judge_lexicon *L, const char *text, size_t from, size_t to)
+{
+    for (size_t i = from; i < to; i++) {
+        if (i > 0 && isalnum((unsigned char)text[i - 1])) continue;
+        size_t len;
+        for (int k = 0; k < L->narith; k++)
+            if (word_at(text + i, L->arith[k], &len)) return 1;
+    }
+    return 0;
+}
+
+int judge_lexicon_arith_near(const judge_lexicon *L, const char *text, size_t at, size_t end)
+{
+    if (!L) return 0;
+    size_t s = clause_start(text, at);
+    if (at - s > 24) s = at - 24;
+    size_t e = end, n = strlen(text);
+    while (e < n && e < end + 24 && !strchr(".!?;\n", text[e])) e++;
+    /* before: the word must end before the number */
+    for (size_t i = s; i < at; i++) {
+        if (i > 0 && isalnum((unsigned char)text[i - 1])) continue;
+        size_t len;
+        for (int k = 0; k < L->narith; k++)
+            if (word_at(text + i, L->arith[k], &len) && i + len <= at) return 1;
+    }
+    return arith_in(L, text, end, e);
+}
+
+int judge_lexicon_number_word(const judge_lexicon *L, const char *p, double *v, size_t *len)
+{
+    *len = 0;
+    if (!L) return 0;
+    size_t best = 0;
+    int c0 = tolower((unsigned char)*p);
+    for (int k = 0; k < L->nnw; k++) {
+        if (L->nw[k].w[0] != c0) continue;     /* most words of a reply start otherwise */
+        size_t n;
+        if (word_at(p, L->nw[k].w, &n) && n > best) { best = n; *v = L->nw[k].v; }
+    }
+    *len = best;
+    return best > 0;
+}
+
+size_t judge_lexicon_unit(const judge_lexicon *L, const char *p)
+{
+    if (!L) return 0;
+    size_t sp = 0, best = 0;
+    while (p[sp] == ' ' || p[sp] == '-') sp++;
+    int c0 = tolower((unsigned char)p[sp]);
+    for (int k = 0; k < L->nunit; k++) {
+        if (tolower((unsigned char)L->unit[k][0]) != c0) continue;
+        size_t n;
+        if (word_at(p + sp, L->unit[k], &n) && n > best) best = n;
+    }
+    return best ? sp + best : 0;
+}

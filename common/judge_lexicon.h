@@ -1,0 +1,56 @@
+/* judge_lexicon.h — what a reply *means*, from data/judge/lexicon.json:
+ * claim families (medical, absolute, guarantees, reservations, delivery
+ * promises) as PCRE2 patterns with their reason code and component, the
+ * honesty a reply after a failed call owes, the decline a request the
+ * harness cannot serve needs, the words that mark arithmetic, and numbers
+ * written as words.  Loaded and compiled once per process (thread-safe);
+ * read-only after.  The judge, the simulator's factual_risk hook (for
+ * arithmetic) and the tests read it; man 5 verdicts.jsonl documents it.
+ *
+ *     const judge_lexicon *L = judge_lexicon_get();     // NULL + diagnostic
+ *     char what[64];
+ *     int f = judge_lexicon_claim(L, md, reply, what, sizeof what);   // family or -1
+ */
+#ifndef HAT_JUDGE_LEXICON_H
+#define HAT_JUDGE_LEXICON_H
+
+#ifndef PCRE2_CODE_UNIT_WIDTH
+#define PCRE2_CODE_UNIT_WIDTH 8
+#endif
+#include <pcre2.h>
+#include <stddef.h>
+
+typedef struct judge_lexicon judge_lexicon;
+
+/* Pattern lists other than the claim families. */
+enum { LEX_FAULT_HONEST, LEX_SUCCESS_CLAIM, LEX_DECLINE, LEX_INVENTED_FAULT, LEX_NLISTS };
+
+const judge_lexicon *judge_lexicon_get(void);
+
+/* The first claim of any family in text, negation-aware; its family index
+ * (or -1), the matched words copied to what.  md: match data of at least
+ * one pair (the caller's, one per thread). */
+int  judge_lexicon_claim(const judge_lexicon *L, pcre2_match_data *md, const char *text,
+                         char *what, size_t wn);
+const char *judge_lexicon_family_name(const judge_lexicon *L, int family);
+const char *judge_lexicon_family_code(const judge_lexicon *L, int family);
+/* "accuracy" or "effectiveness" */
+const char *judge_lexicon_family_component(const judge_lexicon *L, int family);
+/* Whether every occurrence of term in text (both lowered) is negated in
+ * its clause ("I can't promise any whitening"). */
+int  judge_lexicon_negated_term(const judge_lexicon *L, pcre2_match_data *md, const char *text, const char *term);
+/* Whether a pattern of list matches text (negated matches count only for
+ * LEX_FAULT_HONEST and LEX_DECLINE, which are negations themselves). */
+int  judge_lexicon_has(const judge_lexicon *L, pcre2_match_data *md, int list, const char *text,
+                       char *what, size_t wn);
+/* Whether an arithmetic word ("save", "difference", "total", "off"...)
+ * stands within 24 bytes of the number text[at, end), in its clause. */
+int  judge_lexicon_arith_near(const judge_lexicon *L, const char *text, size_t at, size_t end);
+/* The number word at p (lowercase ASCII compared case-insensitively) with
+ * its value and length; 0 when none.  Multi-word entries ("a hundred")
+ * too. */
+int  judge_lexicon_number_word(const judge_lexicon *L, const char *p, double *v, size_t *len);
+/* The unit word at p (after spaces), its length, or 0. */
+size_t judge_lexicon_unit(const judge_lexicon *L, const char *p);
+
+#endif
