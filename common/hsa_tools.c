@@ -68,11 +68,12 @@ static void paraphrase(hsa_ctx *c, const char *op, json_t *o, const char *key,
 {
     const char *from = str(o, key);
     if (!from || !rng_chance(c->r, p)) return;
-    const char *to = hsa_paraphrase(c->v, c->r, section, from);
+    char *to = hsa_rewrite_text(c, HSA_TOOLS, section, from);
     if (!to) return;
     hsa_op(c, HSA_TOOLS, op, who_k, json_string(who), "from", json_string(from),
            "to", json_string(to), NULL);
     json_object_set_new(o, key, json_string(to));
+    free(to);
 }
 
 static void param_descriptions(hsa_ctx *c, json_t *t, double p)
@@ -82,12 +83,13 @@ static void param_descriptions(hsa_ctx *c, json_t *t, double p)
     json_object_foreach(json_object_get(json_object_get(t, "parameters"), "properties"), k, v) {
         const char *from = str(v, "description");
         if (!from || !rng_chance(c->r, p)) continue;
-        const char *to = hsa_paraphrase(c->v, c->r, "param_descriptions", from);
+        char *to = hsa_rewrite_text(c, HSA_TOOLS, "param_descriptions", from);
         if (!to) continue;
         hsa_op(c, HSA_TOOLS, "describe_param", "function", json_string(str(t, "function")),
                "x-function", json_string(str(v, "x-function")), "from", json_string(from),
                "to", json_string(to), NULL);
         json_object_set_new(v, "description", json_string(to));
+        free(to);
     }
 }
 
@@ -121,7 +123,7 @@ static void loader_preamble(hsa_ctx *c, json_t *l, const char *from, const char 
     if (!pre) return;
     char *now = hsa_replace_word(pre, from, to);
     char *key = hsa_replace_word(pre, from, "{loader}");
-    const char *alt = rng_chance(c->r, p) ? hsa_paraphrase(c->v, c->r, "loader", key) : NULL;
+    char *alt = rng_chance(c->r, p) ? hsa_rewrite_text(c, HSA_TOOLS, "loader", key) : NULL;
     if (alt) {
         /* A preamble written with {loader} keeps the placeholder. */
         json_t *vars = strstr(pre, "{loader}") ? json_object() : json_pack("{s:s}", "loader", to);
@@ -131,6 +133,7 @@ static void loader_preamble(hsa_ctx *c, json_t *l, const char *from, const char 
                "from", json_string(pre), "to", json_string(filled), NULL);
         free(now);
         now = filled;
+        free(alt);
     }
     json_object_set_new(l, "preamble", json_string(now));
     free(now);
