@@ -372,7 +372,20 @@ static int wordc(char c) { return isalpha((unsigned char)c) || c == '\''; }
 
 /* Synonym sites of a masked piece: [[offset, length, alternatives], ...].
  * A site is whole words not glued to '-', '_' or a masked span. */
-static json_t *sites(const hsa_rewriter *w, const char *s)
+/* The alternatives that bring in no protected word (a synonym that is a
+ * name in this harness, "item" where a parameter is called item). */
+static json_t *usable(const json_t *alts, const json_t *names)
+{
+    json_t *out = json_array();
+    size_t i;
+    json_t *a;
+    hsa_span sp[2];
+    json_array_foreach(alts, i, a)
+        if (!hsa_protected(json_string_value(a), names, sp, 2)) json_array_append(out, a);
+    return out;
+}
+
+static json_t *sites(const hsa_rewriter *w, const char *s, const json_t *names)
 {
     json_t *out = json_array();
     size_t n = strlen(s);
@@ -396,12 +409,14 @@ static json_t *sites(const hsa_rewriter *w, const char *s)
             if (s[j] != ' ' || !isalpha((unsigned char)s[j + 1])) break;
             j++;
         }
-        if (alts) {
-            json_array_append_new(out, json_pack("[I,I,O]", (json_int_t)i, (json_int_t)best, alts));
+        json_t *ok = alts ? usable(alts, names) : NULL;
+        if (ok && json_array_size(ok)) {
+            json_array_append_new(out, json_pack("[I,I,O]", (json_int_t)i, (json_int_t)best, ok));
             i += best;
         } else {
             while (i < n && wordc(s[i])) i++;
         }
+        json_decref(ok);
     }
     return out;
 }
@@ -435,7 +450,8 @@ static char *substitute(const char *subj, const char *repl, PCRE2_SIZE *ov, int 
 }
 
 /* Structural alternatives of one masked piece ending with `end`. */
-static void piece_bases(const hsa_rewriter *w, const char *s, char end, json_t *bases)
+static void piece_bases(const hsa_rewriter *w, const char *s, char end, json_t *bases,
+                        const json_t *names)
 {
     pcre2_match_data *md = NULL;
     for (int i = 0; i < w->npat; i++) {
@@ -450,7 +466,7 @@ static void piece_bases(const hsa_rewriter *w, const char *s, char end, json_t *
         json_array_foreach(p->to, k, t) {
             char *alt = substitute(s, json_string_value(t), ov, rc);
             if (strcmp(alt, s))
-                json_array_append_new(bases, json_pack("{s:s, s:o}", "text", alt, "sites", sites(w, alt)));
+                json_array_append_new(bases, json_pack("{s:s, s:o}", "text", alt, "sites", sites(w, alt, names)));
             free(alt);
         }
     }
@@ -459,7 +475,7 @@ static void piece_bases(const hsa_rewriter *w, const char *s, char end, json_t *
 
 /* Cut a masked text into pieces at sentence ends and ':' ';', keeping the
  * separators; "e.g." and single-letter abbreviations do not end one. */
-static json_t *analyse(const hsa_rewriter *w, const char *m)
+static json_t *analyse(const hsa_rewriter *w, const char *m, const json_t *names)
 {
     json_t *pieces = json_array();
     size_t n = strlen(m), start = 0;
@@ -477,8 +493,8 @@ static json_t *analyse(const hsa_rewriter *w, const char *m)
         if (end > start || sep > start) {
             char *body = xstrndup(m + start, end - start);
             json_t *bases = json_array();
-            json_array_append_new(bases, json_pack("{s:s, s:o}", "text", body, "sites", sites(w, body)));
-            if (*body) piece_bases(w, body, i < n ? m[i] : 0, bases);
+            json_array_append_new(bases, json_pack("{s:s, s:o}", "text", body, "sites", sites(w, body, names)));
+            if (*body) piece_bases(w, body, i < n ? m[i] : 0, bases, names);
             json_array_append_new(pieces, json_pack("{s:o, s:s%}", "bases", bases, "sep",
                                                     m + end, sep - end));
             free(body);
@@ -494,7 +510,7 @@ json_t *hsa_rewrite_analyse(const hsa_rewriter *w, const char *text, const json_
 {
     json_t *spans = json_array();
     char *m = mask(text, names, spans);
-    json_t *a = json_pack("{s:o, s:o}", "spans", spans, "pieces", analyse(w, m));
+    json_t *a = json_pack("{s:o, s:o}", "spans", spans, "pieces", analyse(w, m, names));
     free(m);
     return a;
 }

@@ -289,6 +289,8 @@ json_t *hsa_unknown_mentions(const char *text, const json_t *known)
 
 /* ---- rewriting one text ------------------------------------------------------ */
 
+#define REDRAWS 4
+
 static const json_t *analysis(hsa_ctx *c, const char *text)
 {
     const hsa_rewriter *w = hsa_vocab_rewriter(c->v);
@@ -313,7 +315,9 @@ static void note_stuck(hsa_ctx *c, int dim, const char *text)
 char *hsa_rewrite_text(hsa_ctx *c, int dim, const char *section, const char *text)
 {
     if (c->stats) c->stats->texts[dim]++;
-    /* The sources of a rewrite, each equally likely when it has one. */
+    /* The sources of a rewrite — the per-harness bank, the exact bank, the
+     * built-in rewriter — tried in a random order; the first whose rewrite
+     * keeps every protected span wins. */
     const json_t *bank = hsa_vocab_bank(c->v, text);
     const char *para = section ? hsa_paraphrase(c->v, c->r, section, text) : NULL;
     const json_t *a = analysis(c, text);
@@ -322,18 +326,23 @@ char *hsa_rewrite_text(hsa_ctx *c, int dim, const char *section, const char *tex
     if (bank) src[n++] = 'b';
     if (para) src[n++] = 'p';
     if (a) src[n++] = 'r';
-    char from = n ? src[rng_below(c->r, (uint64_t)n)] : 0;
+    rng_shuffle(c->r, src, (size_t)n, 1);
     char *out = NULL;
-    if (from == 'r') out = hsa_rewrite_draw(a, c->r);
-    if (!out && para && from != 'b') out = xstrdup(para);
-    if (!out && bank)
-        out = xstrdup(json_string_value(json_array_get(bank, rng_below(c->r, json_array_size(bank)))));
-    char *why = NULL;
-    if (out && !hsa_rewrite_check(text, out, c->names, &why)) {   /* never a broken name */
-        free(out);
-        out = NULL;
+    for (int i = 0; i < n && !out; i++) {
+        /* A draw may bring in a word that is a name here ("item" as a
+         * synonym where a parameter is called item): draw again. */
+        for (int tries = src[i] == 'r' ? REDRAWS : 1; tries-- && !out;) {
+            if (src[i] == 'r') out = hsa_rewrite_draw(a, c->r);
+            else if (src[i] == 'p') out = xstrdup(para);
+            else out = xstrdup(json_string_value(json_array_get(bank, rng_below(c->r, json_array_size(bank)))));
+            char *why = NULL;
+            if (out && !hsa_rewrite_check(text, out, c->names, &why)) {
+                free(out);
+                out = NULL;
+            }
+            free(why);
+        }
     }
-    free(why);
     if (!out) note_stuck(c, dim, text);
     else if (c->stats) c->stats->rewritten[dim]++;
     return out;
