@@ -314,6 +314,7 @@ static void note_stuck(hsa_ctx *c, int dim, const char *text)
 
 char *hsa_rewrite_text(hsa_ctx *c, int dim, const char *section, const char *text)
 {
+    if (!*text) return NULL;   /* nothing to reword, nothing to report */
     if (c->stats) c->stats->texts[dim]++;
     /* The sources of a rewrite — the per-harness bank, the exact bank, the
      * built-in rewriter — tried in a random order; the first whose rewrite
