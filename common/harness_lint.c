@@ -614,7 +614,7 @@ static void mention_cb(json_t *parent, const char *key, size_t idx, const char *
 static void lint_mentions(lint *L, const json_t *h)
 {
     mention_ctx m = { L, hsa_known_words(h) };
-    hsa_texts((json_t *)h, 1, mention_cb, &m);
+    hsa_texts((json_t *)h, HSA_TEXTS_HOOKS | HSA_TEXTS_PATHS, mention_cb, &m);
     json_decref(m.known);
 }
 

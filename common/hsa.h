@@ -196,8 +196,10 @@ json_t *hsa_taken_names(const json_t *h);
  * JSON pointer. */
 typedef void (*hsa_text_fn)(json_t *parent, const char *key, size_t idx, const char *text,
                             const char *kind, const char *path, void *ud);
-/* Every wording string of h, hook messages too when hooks is set. */
-void    hsa_texts(json_t *h, int hooks, hsa_text_fn fn, void *ud);
+/* Every wording string of h; flags: HSA_TEXTS_HOOKS adds the hook
+ * messages, HSA_TEXTS_PATHS fills path (else ""). */
+enum { HSA_TEXTS_HOOKS = 1, HSA_TEXTS_PATHS = 2 };
+void    hsa_texts(json_t *h, int flags, hsa_text_fn fn, void *ud);
 /* Skill, tool, parameter, loader and loader-argument names, as a set. */
 json_t *hsa_harness_names(const json_t *h);
 /* s with every mention of a name in map (old → new) renamed at once,

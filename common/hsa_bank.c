@@ -200,7 +200,7 @@ static int take_answer(json_t *bank, const json_t *texts, const json_t *names, c
 json_t *hsa_bank_build(const json_t *h, const char *cmd, int n)
 {
     collect c = { json_object() };
-    hsa_texts((json_t *)h, 0, collect_cb, &c);
+    hsa_texts((json_t *)h, HSA_TEXTS_PATHS, collect_cb, &c);
     json_t *names = hsa_harness_names(h);
     json_t *bank = json_pack("{s:s, s:i, s:s?, s:o, s:[]}", "bank", "hsa", "version", 1, "harness",
                              json_string_value(json_object_get(h, "name")), "texts", json_object(),

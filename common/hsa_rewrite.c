@@ -56,8 +56,11 @@ static const char *const number_words[] = {
 
 static int is_number_word(const char *s, size_t n)
 {
+    if (n < 3 || n > 8) return 0;
     for (int i = 0; number_words[i]; i++)
-        if (strlen(number_words[i]) == n && !strncasecmp(s, number_words[i], n)) return 1;
+        if (tolower((unsigned char)s[0]) == number_words[i][0] && !number_words[i][n] &&
+            strlen(number_words[i]) == n && !strncasecmp(s, number_words[i], n))
+            return 1;
     return 0;
 }
 
@@ -112,17 +115,15 @@ static int is_name(const json_t *names, const char *s, size_t n)
 static size_t quote_len(const char *text, const char *s)
 {
     const char *close = NULL;
-    size_t open = 1;
     if (*s == '"' || *s == '`') close = strchr(s + 1, *s);
-    else if (!strncmp(s, "\xe2\x80\x9c", 3)) { open = 3; close = strstr(s + 3, "\xe2\x80\x9d"); }
-    else if (!strncmp(s, "\xe2\x80\x98", 3)) { open = 3; close = strstr(s + 3, "\xe2\x80\x99"); }
+    else if (!strncmp(s, "\xe2\x80\x9c", 3)) close = strstr(s + 3, "\xe2\x80\x9d");
+    else if (!strncmp(s, "\xe2\x80\x98", 3)) close = strstr(s + 3, "\xe2\x80\x99");
     else if (*s == '\'' && (s == text || s[-1] == ' ' || s[-1] == '(')) {
         for (const char *q = s + 1; (q = strchr(q, '\'')); q++)
             if (!isalpha((unsigned char)q[1])) { close = q; break; }
     }
     if (!close) return 0;
     size_t closelen = (unsigned char)*close == 0xe2 ? 3 : 1;
-    (void)open;
     return (size_t)(close - s) + closelen;
 }
 
@@ -155,28 +156,26 @@ int hsa_protected(const char *s, const json_t *names, hsa_span *out, int max)
     return n;
 }
 
-static int cmp_cstr(const void *a, const void *b)
+/* A protected span as text, for comparing two texts' spans as multisets
+ * without copying them. */
+typedef struct { const char *s; size_t n; } span_text;
+
+static int cmp_span(const void *a, const void *b)
 {
-    return strcmp(*(char *const *)a, *(char *const *)b);
+    const span_text *x = a, *y = b;
+    size_t n = x->n < y->n ? x->n : y->n;
+    int c = memcmp(x->s, y->s, n);
+    return c ? c : (x->n > y->n) - (x->n < y->n);
 }
 
-/* The protected spans of s as sorted strings (a multiset). */
-static char **span_set(const char *s, const json_t *names, int *n)
+static int span_texts(const char *s, const json_t *names, span_text *out)
 {
     hsa_span sp[MAX_SPANS];
     int k = hsa_protected(s, names, sp, MAX_SPANS);
     if (k > MAX_SPANS) k = MAX_SPANS;
-    char **v = xmalloc((size_t)(k ? k : 1) * sizeof *v);
-    for (int i = 0; i < k; i++) v[i] = xstrndup(s + sp[i].start, sp[i].len);
-    qsort(v, (size_t)k, sizeof *v, cmp_cstr);
-    *n = k;
-    return v;
-}
-
-static void free_set(char **v, int n)
-{
-    for (int i = 0; i < n; i++) free(v[i]);
-    free(v);
+    for (int i = 0; i < k; i++) out[i] = (span_text){ s + sp[i].start, sp[i].len };
+    qsort(out, (size_t)k, sizeof *out, cmp_span);
+    return k;
 }
 
 int hsa_rewrite_check(const char *orig, const char *alt, const json_t *names, char **why)
@@ -184,17 +183,16 @@ int hsa_rewrite_check(const char *orig, const char *alt, const json_t *names, ch
     *why = NULL;
     if (!strcmp(orig, alt)) { *why = xstrdup("repeats the text"); return 0; }
     if (!*alt) { *why = xstrdup("is empty"); return 0; }
-    int na, nb;
-    char **a = span_set(orig, names, &na), **b = span_set(alt, names, &nb);
+    span_text *a = xmalloc(2 * MAX_SPANS * sizeof *a), *b = a + MAX_SPANS;
+    int na = span_texts(orig, names, a), nb = span_texts(alt, names, b);
     int i = 0, j = 0;
     while (!*why && (i < na || j < nb)) {
-        int c = i == na ? 1 : j == nb ? -1 : strcmp(a[i], b[j]);
-        if (c < 0) *why = xasprintf("drops or changes '%s'", a[i]);
-        else if (c > 0) *why = xasprintf("adds '%s'", b[j]);
+        int c = i == na ? 1 : j == nb ? -1 : cmp_span(&a[i], &b[j]);
+        if (c < 0) *why = xasprintf("drops or changes '%.*s'", (int)a[i].n, a[i].s);
+        else if (c > 0) *why = xasprintf("adds '%.*s'", (int)b[j].n, b[j].s);
         else i++, j++;
     }
-    free_set(a, na);
-    free_set(b, nb);
+    free(a);
     return *why == NULL;
 }
 

@@ -286,7 +286,7 @@ static void variants_keep_names_in_step(void)
             CHECK(!strstr(m, "mentions '"));
         }
         json_t *texts = json_array();
-        hsa_texts(nh, 1, collect, texts);
+        hsa_texts(nh, HSA_TEXTS_HOOKS, collect, texts);
         char *all = json_dumps(texts, 0);
         json_array_foreach(ops, i, p) {
             const char *op = json_string_value(json_object_get(p, "op"));
