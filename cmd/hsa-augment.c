@@ -161,7 +161,7 @@ int main(int argc, char **argv)
     hsa_vocab *v = hsa_vocab_load(vocab);
     if (!v) return EXIT_FAIL;
     if (bank && hsa_vocab_add_bank(v, bank) < 0) { hsa_vocab_free(v); return EXIT_FAIL; }
-    hsa_stats st = { 0 };
+    hsa_batch *bt = hsa_batch_new();
     hat_out *out = out_open(cc.output);
     if (!out) return EXIT_FAIL;
     int rc = EXIT_OK;
@@ -169,7 +169,7 @@ int main(int argc, char **argv)
     if (honly) {
         char **lines = xcalloc((size_t)K, sizeof *lines);
         const char *err;
-        hsa_augment_batch(v, &o, NULL, 1, deflt, cc.seed, 0, (int)K, lines, &err, &st);
+        hsa_augment_batch(bt, v, &o, NULL, 1, deflt, cc.seed, 0, (int)K, lines, &err);
         for (long k = 0; k < K; k++) {
             json_t *r = lines[k] ? json_loads(lines[k], 0, NULL) : NULL;
             if (!r || out_json(out, bare ? json_object_get(r, "harness") : r) < 0) rc = EXIT_FAIL;
@@ -199,7 +199,7 @@ int main(int argc, char **argv)
                     else if (cc.skip_bad) badlines++;
                     else { got = -1; break; }
                 }
-                hsa_augment_batch(v, &o, recs, n, deflt, cc.seed, i, (int)K, lines, errs, &st);
+                hsa_augment_batch(bt, v, &o, recs, n, deflt, cc.seed, i, (int)K, lines, errs);
                 int wrc = write_batch(out, hsa_reader_name(rd), n, (int)K, lines, errs, lineno,
                                       cc.skip_bad, &bad);
                 if (wrc != EXIT_OK) rc = wrc;
@@ -217,8 +217,8 @@ int main(int argc, char **argv)
     }
     if (rc == EXIT_OK && out_close(out) < 0) rc = EXIT_FAIL;
     else if (rc != EXIT_OK) out_abort(out);
-    if (rc == EXIT_OK) rc = report_stats(&st, &o, stats);
-    hsa_stats_free(&st);
+    if (rc == EXIT_OK) rc = report_stats(hsa_batch_stats(bt), &o, stats);
+    hsa_batch_free(bt);
     hsa_vocab_free(v);
     json_decref(deflt);
     return rc;

@@ -12,6 +12,7 @@
 #include "jsonl.h"
 #include "util.h"
 
+#include <omp.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,7 +94,8 @@ static json_t *augment(const hsa_vocab *v, const hsa_opts *o, rng_t *r, const js
     hsa_ctx c = {
         .v = v, .o = o, .r = r, .h = json_deep_copy(h), .ops = ops, .need = need,
         .skill_map = json_object(), .names = hsa_harness_names(h),
-        .acache = acache ? json_incref(acache) : json_object(), .stats = stats,
+        .acache = acache ? json_incref(acache) : json_object(), .pooled = acache != NULL,
+        .stats = stats,
     };
     /* Fixed order: skill surface first (masking looks at the old names),
      * then content, tools, prompt and hooks. */
@@ -273,15 +275,56 @@ char *hsa_replace_word(const char *s, const char *from, const char *to)
 
 /* Records are independent (each variant has its own stream), so a batch is
  * augmented in parallel and written in input order: the bytes do not
- * depend on the thread count.  Each thread keeps its own harness cache. */
-void hsa_augment_batch(const hsa_vocab *v, const hsa_opts *o, json_t *const *recs, size_t n,
-                       const json_t *deflt, uint64_t seed, uint64_t first, int K,
-                       char **lines, const char **errs, hsa_stats *st)
+ * depend on the thread count.  Each thread keeps its own harness cache,
+ * from one batch to the next: the rewriter's analysis of a harness's
+ * texts is made once per thread, not once per batch. */
+struct hsa_batch {
+    hsa_cache **caches;
+    int         n;
+    hsa_stats   sum;
+};
+
+hsa_batch *hsa_batch_new(void)
+{
+    hsa_batch *b = xcalloc(1, sizeof *b);
+    b->n = omp_get_max_threads();
+    b->caches = xcalloc((size_t)b->n, sizeof *b->caches);
+    return b;
+}
+
+void hsa_batch_free(hsa_batch *b)
+{
+    if (!b) return;
+    for (int i = 0; i < b->n; i++) hsa_cache_free(b->caches[i]);
+    free(b->caches);
+    hsa_stats_free(&b->sum);
+    free(b);
+}
+
+const hsa_stats *hsa_batch_stats(hsa_batch *b)
+{
+    hsa_stats_free(&b->sum);
+    memset(&b->sum, 0, sizeof b->sum);
+    for (int i = 0; i < b->n; i++)
+        if (b->caches[i]) hsa_stats_add(&b->sum, &b->caches[i]->stats);
+    return &b->sum;
+}
+
+void hsa_augment_batch(hsa_batch *bt, const hsa_vocab *v, const hsa_opts *o,
+                       json_t *const *recs, size_t n, const json_t *deflt, uint64_t seed,
+                       uint64_t first, int K, char **lines, const char **errs)
 {
     (void)harness_functions();   /* loaded once, before the threads */
     #pragma omp parallel
     {
-        hsa_cache *cache = hsa_cache_new();
+        int t = omp_get_thread_num();
+        hsa_cache *cache;
+        if (t < bt->n) {
+            if (!bt->caches[t]) bt->caches[t] = hsa_cache_new();
+            cache = bt->caches[t];
+        } else {
+            cache = NULL;   /* more threads than at hsa_batch_new: no cache */
+        }
         #pragma omp for schedule(dynamic, 4)
         for (size_t j = 0; j < n; j++) {
             errs[j] = NULL;
@@ -294,11 +337,6 @@ void hsa_augment_batch(const hsa_vocab *v, const hsa_opts *o, json_t *const *rec
                 if (err) errs[j] = err;
             }
         }
-        if (st) {
-            #pragma omp critical(hsa_stats)
-            hsa_stats_add(st, &cache->stats);
-        }
-        hsa_cache_free(cache);
     }
 }
 

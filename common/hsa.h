@@ -164,6 +164,7 @@ typedef struct {
     const char      *invalid;    /* set when no valid variant exists */
     json_t          *names;      /* names of the input harness: kept by rewrites */
     json_t          *acache;     /* text → rewriter analysis (hsa_cache's) */
+    int              pooled;     /* acache outlives this variant: pool rewrites */
     hsa_stats       *stats;      /* may be NULL */
 } hsa_ctx;
 
@@ -261,13 +262,17 @@ json_t *hsa_augment_record(hsa_cache *cache, const hsa_vocab *v, const hsa_opts 
 
 /* Records first..first+n-1 (recs NULL: the harness alone, n = 1), K
  * variants each, in parallel: lines[j*K+k] receives the compact JSON text
- * (malloc'd, no newline) or NULL, errs[j] the error of record j or NULL;
- * st (may be NULL) has the batch's statistics added. */
-void hsa_augment_batch(const hsa_vocab *v, const hsa_opts *o, json_t *const *recs, size_t n,
-                       const json_t *deflt, uint64_t seed, uint64_t first, int K,
-                       char **lines, const char **errs, hsa_stats *st);
-/* What the variants drawn through a cache did (st of hsa_augment_batch
- * receives the sum over its threads' caches). */
+ * (malloc'd, no newline) or NULL, errs[j] the error of record j or NULL.
+ * bt keeps one cache per thread from batch to batch, and their statistics
+ * (hsa_batch_stats: the sum so far). */
+typedef struct hsa_batch hsa_batch;
+hsa_batch *hsa_batch_new(void);
+void       hsa_batch_free(hsa_batch *bt);
+const hsa_stats *hsa_batch_stats(hsa_batch *bt);
+void hsa_augment_batch(hsa_batch *bt, const hsa_vocab *v, const hsa_opts *o,
+                       json_t *const *recs, size_t n, const json_t *deflt, uint64_t seed,
+                       uint64_t first, int K, char **lines, const char **errs);
+/* What the variants drawn through a cache did. */
 const hsa_stats *hsa_cache_stats(const hsa_cache *c);
 
 /* Raw lines of a traj file ("-" = stdin, .gz transparently), so that a

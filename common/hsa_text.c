@@ -174,37 +174,50 @@ static int reference_context(const char *text, size_t at, size_t len)
     return 0;
 }
 
-char *hsa_rename_mentions(const char *s, const json_t *map)
+/* The renamed text, or NULL when nothing in s is renamed (the common
+ * case, found without copying). */
+static char *rename_or_null(const char *s, const json_t *map, const unsigned char *first)
 {
     sbuf b;
-    sbuf_init(&b);
-    sbuf_puts(&b, "");
-    size_t n = strlen(s);
+    int changed = 0;
+    size_t n = strlen(s), done = 0;
     for (size_t i = 0; i < n;) {
-        if (!word_char(s[i]) || (i && word_char(s[i - 1]))) { sbuf_putc(&b, s[i++]); continue; }
+        if (!word_char(s[i]) || (i && word_char(s[i - 1])) || (first && !first[(unsigned char)s[i]])) {
+            i++;
+            continue;
+        }
         size_t j = i;
         while (j < n && word_char(s[j])) j++;
-        /* A word ending in '-' or '.' punctuation: the name is the rest. */
         size_t wl = j - i;
-        while (wl && s[i + wl - 1] == '-') wl--;
-        char *w = xstrndup(s + i, wl);
-        const char *to = str(map, w);
-        if (to && (!plain_word(w) || reference_context(s, i, wl))) {
-            sbuf_puts(&b, to);
-            sbuf_add(&b, s + i + wl, j - i - wl);
-        } else {
-            sbuf_add(&b, s + i, j - i);
+        while (wl && s[i + wl - 1] == '-') wl--;   /* "item-" : the name is "item" */
+        const json_t *to = json_object_getn(map, s + i, wl);
+        if (to) {
+            char *w = xstrndup(s + i, wl);
+            int take = !plain_word(w) || reference_context(s, i, wl);
+            free(w);
+            if (take) {
+                if (!changed) { sbuf_init(&b); sbuf_puts(&b, ""); changed = 1; }
+                sbuf_add(&b, s + done, i - done);
+                sbuf_puts(&b, json_string_value(to));
+                done = i + wl;
+            }
         }
-        free(w);
         i = j;
     }
+    if (!changed) return NULL;
+    sbuf_puts(&b, s + done);
     return sbuf_detach(&b);
+}
+
+char *hsa_rename_mentions(const char *s, const json_t *map)
+{
+    char *r = rename_or_null(s, map, NULL);
+    return r ? r : xstrdup(s);
 }
 
 typedef struct {
     const json_t *map;
-    const char  **from;   /* the map's keys */
-    size_t        n;
+    unsigned char first[256];   /* first characters of the old names */
 } rename_job;
 
 static void rename_cb(json_t *parent, const char *key, size_t idx, const char *text,
@@ -212,11 +225,8 @@ static void rename_cb(json_t *parent, const char *key, size_t idx, const char *t
 {
     (void)kind; (void)path;
     const rename_job *job = ud;
-    int any = 0;
-    for (size_t i = 0; i < job->n && !any; i++) any = strstr(text, job->from[i]) != NULL;
-    if (!any) return;   /* most texts mention no old name: skip the word scan */
-    char *now = hsa_rename_mentions(text, job->map);
-    if (strcmp(now, text)) set_text(parent, key, idx, now);
+    char *now = rename_or_null(text, job->map, job->first);
+    if (now) set_text(parent, key, idx, now);
     free(now);
 }
 
@@ -240,12 +250,11 @@ static json_t *rename_map(const json_t *ops)
 void hsa_keep_names(hsa_ctx *c)
 {
     json_t *m = rename_map(c->ops);
-    rename_job job = { m, xmalloc((json_object_size(m) + 1) * sizeof(char *)), 0 };
+    rename_job job = { .map = m };
     const char *k;
     json_t *v;
-    json_object_foreach(m, k, v) job.from[job.n++] = k;
-    if (job.n) hsa_texts(c->h, HSA_TEXTS_HOOKS, rename_cb, &job);
-    free(job.from);
+    json_object_foreach(m, k, v) job.first[(unsigned char)k[0]] = 1;
+    if (json_object_size(m)) hsa_texts(c->h, HSA_TEXTS_HOOKS, rename_cb, &job);
     json_decref(m);
 }
 
@@ -330,6 +339,13 @@ json_t *hsa_unknown_mentions(const char *text, const json_t *known)
 
 #define REDRAWS 4
 
+/* With a cache that lives across variants (hsa_cache: one per thread of
+ * hsa-augment, one per grpo run), each text's rewrites are drawn once into
+ * a pool from a stream of the text's own (seeded by its hash, so the same
+ * for any batching), and a variant picks from the pool: a pick instead of
+ * a draw per text per variant.  Without one (evalset) each variant draws. */
+#define POOL 32
+
 static const json_t *analysis(hsa_ctx *c, const char *text)
 {
     const hsa_rewriter *w = hsa_vocab_rewriter(c->v);
@@ -337,9 +353,31 @@ static const json_t *analysis(hsa_ctx *c, const char *text)
     json_t *a = json_object_get(c->acache, text);
     if (!a) {
         a = hsa_rewrite_analyse(w, text, c->names);
+        if (c->pooled) {
+            char *hx = hsa_text_hash(text);
+            rng_t r;
+            rng_derive(&r, strtoull(hx, NULL, 16), 0x9001);
+            free(hx);
+            json_t *pool = json_array();
+            for (int i = 0; i < POOL; i++) {
+                char *o = hsa_rewrite_draw(a, &r);
+                if (o) json_array_append_new(pool, json_string(o));
+                free(o);
+            }
+            json_object_set_new(a, "pool", pool);
+        }
         json_object_set_new(c->acache, text, a);
     }
     return a;
+}
+
+/* One built-in rewrite of a text: from its pool, or drawn. */
+static char *builtin(hsa_ctx *c, const json_t *a)
+{
+    const json_t *pool = json_object_get(a, "pool");
+    if (!pool) return hsa_rewrite_draw(a, c->r);
+    size_t n = json_array_size(pool);
+    return n ? xstrdup(json_string_value(json_array_get(pool, rng_below(c->r, n)))) : NULL;
 }
 
 /* hsa_rewrite_check of a bank alternative, remembered per harness: the
@@ -390,7 +428,7 @@ char *hsa_rewrite_text(hsa_ctx *c, int dim, const char *section, const char *tex
         /* A draw may bring in a word that is a name here ("item" as a
          * synonym where a parameter is called item): draw again. */
         for (int tries = src[i] == 'r' ? REDRAWS : 1; tries-- && !out;) {
-            if (src[i] == 'r') out = hsa_rewrite_draw(a, c->r);
+            if (src[i] == 'r') out = builtin(c, a);
             else if (src[i] == 'p') out = xstrdup(para);
             else out = xstrdup(json_string_value(json_array_get(bank, rng_below(c->r, json_array_size(bank)))));
             /* The built-in rewriter keeps the protected spans by
