@@ -93,10 +93,14 @@ static json_t *augment(const hsa_vocab *v, const hsa_opts *o, rng_t *r, const js
 {
     hsa_ctx c = {
         .v = v, .o = o, .r = r, .h = json_deep_copy(h), .ops = ops, .need = need,
-        .skill_map = json_object(), .names = hsa_harness_names(h),
-        .acache = acache ? json_incref(acache) : json_object(), .pooled = acache != NULL,
+        .skill_map = json_object(),
+        .acache = acache ? json_incref(acache) : json_object(),
         .stats = stats,
     };
+    /* The input harness's names, remembered with its texts. */
+    c.names = json_object_get(c.acache, "\x06names");
+    if (c.names) json_incref(c.names);
+    else json_object_set(c.acache, "\x06names", c.names = hsa_harness_names(h));
     /* Fixed order: skill surface first (masking looks at the old names),
      * then content, tools, prompt and hooks. */
     if (o->p[HSA_SKILL_ID] > 0) hsa_skill_ids(&c);

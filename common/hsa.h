@@ -72,6 +72,8 @@ json_t *hsa_name_space(const hsa_vocab *v, const char *kind, const char *functio
  * "tool_descriptions", "param_descriptions", "loader", "blocks/ID"), or
  * NULL when the bank has none (borrowed). */
 const char *hsa_paraphrase(const hsa_vocab *v, rng_t *r, const char *section, const char *text);
+/* All the paraphrases of text in a section (borrowed), or NULL. */
+const json_t *hsa_paraphrases(const hsa_vocab *v, const char *section, const char *text);
 
 /* A per-harness bank written by hsa-bank (man 1 hsa-bank): alternatives
  * of each text, keyed by content hash, used before the built-in rewriter
@@ -164,7 +166,6 @@ typedef struct {
     const char      *invalid;    /* set when no valid variant exists */
     json_t          *names;      /* names of the input harness: kept by rewrites */
     json_t          *acache;     /* text → rewriter analysis (hsa_cache's) */
-    int              pooled;     /* acache outlives this variant: pool rewrites */
     hsa_stats       *stats;      /* may be NULL */
 } hsa_ctx;
 

@@ -174,35 +174,45 @@ static int reference_context(const char *text, size_t at, size_t len)
     return 0;
 }
 
-/* The renamed text, or NULL when nothing in s is renamed (the common
- * case, found without copying). */
-static char *rename_or_null(const char *s, const json_t *map, const unsigned char *first)
+/* Where s mentions a word of `set` as a name: [[offset, length], ...]. */
+static json_t *find_mentions(const char *s, const json_t *set)
 {
-    sbuf b;
-    int changed = 0;
-    size_t n = strlen(s), done = 0;
+    json_t *out = json_array();
+    size_t n = strlen(s);
     for (size_t i = 0; i < n;) {
-        if (!word_char(s[i]) || (i && word_char(s[i - 1])) || (first && !first[(unsigned char)s[i]])) {
-            i++;
-            continue;
-        }
+        if (!word_char(s[i]) || (i && word_char(s[i - 1]))) { i++; continue; }
         size_t j = i;
         while (j < n && word_char(s[j])) j++;
         size_t wl = j - i;
         while (wl && s[i + wl - 1] == '-') wl--;   /* "item-" : the name is "item" */
-        const json_t *to = json_object_getn(map, s + i, wl);
-        if (to) {
+        if (json_object_getn(set, s + i, wl)) {
             char *w = xstrndup(s + i, wl);
-            int take = !plain_word(w) || reference_context(s, i, wl);
+            if (!plain_word(w) || reference_context(s, i, wl))
+                json_array_append_new(out, json_pack("[I,I]", (json_int_t)i, (json_int_t)wl));
             free(w);
-            if (take) {
-                if (!changed) { sbuf_init(&b); sbuf_puts(&b, ""); changed = 1; }
-                sbuf_add(&b, s + done, i - done);
-                sbuf_puts(&b, json_string_value(to));
-                done = i + wl;
-            }
         }
         i = j;
+    }
+    return out;
+}
+
+/* s with the mentions (find_mentions) whose name is in map renamed; NULL
+ * when none is. */
+static char *apply_renames(const char *s, const json_t *mentions, const json_t *map)
+{
+    sbuf b;
+    int changed = 0;
+    size_t done = 0, i;
+    json_t *m;
+    json_array_foreach(mentions, i, m) {
+        size_t off = (size_t)json_integer_value(json_array_get(m, 0));
+        size_t len = (size_t)json_integer_value(json_array_get(m, 1));
+        const json_t *to = json_object_getn(map, s + off, len);
+        if (!to) continue;
+        if (!changed) { sbuf_init(&b); sbuf_puts(&b, ""); changed = 1; }
+        sbuf_add(&b, s + done, off - done);
+        sbuf_puts(&b, json_string_value(to));
+        done = off + len;
     }
     if (!changed) return NULL;
     sbuf_puts(&b, s + done);
@@ -211,21 +221,33 @@ static char *rename_or_null(const char *s, const json_t *map, const unsigned cha
 
 char *hsa_rename_mentions(const char *s, const json_t *map)
 {
-    char *r = rename_or_null(s, map, NULL);
+    json_t *m = find_mentions(s, map);
+    char *r = apply_renames(s, m, map);
+    json_decref(m);
     return r ? r : xstrdup(s);
 }
 
 typedef struct {
+    hsa_ctx      *c;
     const json_t *map;
-    unsigned char first[256];   /* first characters of the old names */
 } rename_job;
+
+static json_t *cache_entry(hsa_ctx *c, const char *text);
 
 static void rename_cb(json_t *parent, const char *key, size_t idx, const char *text,
                       const char *kind, const char *path, void *ud)
 {
     (void)kind; (void)path;
     const rename_job *job = ud;
-    char *now = rename_or_null(text, job->map, job->first);
+    /* Where a text mentions the input harness's names is remembered: the
+     * texts come from finite pools, the variants are many. */
+    json_t *e = cache_entry(job->c, text), *m = e ? json_object_get(e, "m") : NULL, *own = NULL;
+    if (!m) {
+        m = own = find_mentions(text, e ? job->c->names : job->map);
+        if (e) json_object_set_new(e, "m", own), own = NULL;
+    }
+    char *now = apply_renames(text, m, job->map);
+    json_decref(own);
     if (now) set_text(parent, key, idx, now);
     free(now);
 }
@@ -250,10 +272,7 @@ static json_t *rename_map(const json_t *ops)
 void hsa_keep_names(hsa_ctx *c)
 {
     json_t *m = rename_map(c->ops);
-    rename_job job = { .map = m };
-    const char *k;
-    json_t *v;
-    json_object_foreach(m, k, v) job.first[(unsigned char)k[0]] = 1;
+    rename_job job = { c, m };
     if (json_object_size(m)) hsa_texts(c->h, HSA_TEXTS_HOOKS, rename_cb, &job);
     json_decref(m);
 }
@@ -337,65 +356,102 @@ json_t *hsa_unknown_mentions(const char *text, const json_t *known)
 
 /* ---- rewriting one text ------------------------------------------------------ */
 
-#define REDRAWS 4
-
-/* With a cache that lives across variants (hsa_cache: one per thread of
- * hsa-augment, one per grpo run), each text's rewrites are drawn once into
- * a pool from a stream of the text's own (seeded by its hash, so the same
- * for any batching), and a variant picks from the pool: a pick instead of
- * a draw per text per variant.  Without one (evalset) each variant draws. */
+/* A text's built-in rewrites form a pool of POOL: rewrite k is drawn from
+ * the stream (hash of the text, k), and a variant picks k.  So a rewrite
+ * is the same whether or not a cache remembers it (hsa_augment_record
+ * gives the same bytes with and without hsa_cache), and with one — a
+ * thread of hsa-augment, a grpo run — each is drawn once, not once per
+ * variant. */
 #define POOL 32
+
+/* What is remembered about one text, in acache: "a" its analysis (with
+ * "pool"), "m" where it mentions names, and per bank the alternatives that
+ * pass the check.  NULL without a cache. */
+static json_t *cache_entry(hsa_ctx *c, const char *text)
+{
+    if (!c->acache) return NULL;
+    json_t *e = json_object_get(c->acache, text);
+    if (!e) {
+        e = json_object();
+        json_object_set_new(c->acache, text, e);
+    }
+    return e;
+}
 
 static const json_t *analysis(hsa_ctx *c, const char *text)
 {
     const hsa_rewriter *w = hsa_vocab_rewriter(c->v);
-    if (!w || !c->acache) return NULL;
-    json_t *a = json_object_get(c->acache, text);
+    json_t *e = w ? cache_entry(c, text) : NULL;
+    if (!e) return NULL;
+    json_t *a = json_object_get(e, "a");
     if (!a) {
         a = hsa_rewrite_analyse(w, text, c->names);
-        if (c->pooled) {
-            char *hx = hsa_text_hash(text);
-            rng_t r;
-            rng_derive(&r, strtoull(hx, NULL, 16), 0x9001);
-            free(hx);
-            json_t *pool = json_array();
-            for (int i = 0; i < POOL; i++) {
-                char *o = hsa_rewrite_draw(a, &r);
-                if (o) json_array_append_new(pool, json_string(o));
-                free(o);
-            }
-            json_object_set_new(a, "pool", pool);
-        }
-        json_object_set_new(c->acache, text, a);
+        json_t *pool = json_array();
+        for (int i = 0; i < POOL; i++) json_array_append_new(pool, json_null());
+        json_object_set_new(a, "pool", pool);
+        json_object_set_new(e, "a", a);
     }
     return a;
 }
 
-/* One built-in rewrite of a text: from its pool, or drawn. */
-static char *builtin(hsa_ctx *c, const json_t *a)
+static uint64_t text_seed(const char *text)
 {
-    const json_t *pool = json_object_get(a, "pool");
-    if (!pool) return hsa_rewrite_draw(a, c->r);
-    size_t n = json_array_size(pool);
-    return n ? xstrdup(json_string_value(json_array_get(pool, rng_below(c->r, n)))) : NULL;
+    char *hx = hsa_text_hash(text);
+    uint64_t h = strtoull(hx, NULL, 16);
+    free(hx);
+    return h;
 }
 
-/* hsa_rewrite_check of a bank alternative, remembered per harness: the
- * banks are finite, the variants many. */
-static int bank_ok(hsa_ctx *c, const char *text, const char *alt)
+/* One built-in rewrite of a text: pool entry k, drawn if not yet. */
+static char *builtin(hsa_ctx *c, const json_t *a, const char *text)
 {
-    char *key = xasprintf("\x03%s\x04%s", text, alt);
-    json_t *v = c->acache ? json_object_get(c->acache, key) : NULL;
-    int ok;
-    if (v) ok = json_is_true(v);
-    else {
-        char *why = NULL;
-        ok = hsa_rewrite_check(text, alt, c->names, &why);
-        free(why);
-        if (c->acache) json_object_set_new(c->acache, key, json_boolean(ok));
+    uint64_t k = rng_below(c->r, POOL);
+    json_t *pool = json_object_get(a, "pool"), *slot = json_array_get(pool, k);
+    if (json_is_string(slot)) return xstrdup(json_string_value(slot));
+    if (json_is_false(slot)) return NULL;   /* drawn before: nothing */
+    rng_t r;
+    rng_derive(&r, text_seed(text), k);
+    char *out = hsa_rewrite_draw(a, &r);
+    json_array_set_new(pool, k, out ? json_string(out) : json_false());
+    return out;
+}
+
+/* The alternatives of a bank (the per-harness one or the exact one) that
+ * keep what text must keep: checked once per text and harness and
+ * remembered in the text's cache entry under `slot` (the bank's name or
+ * the paraphrase section).  A new reference, or NULL for none. */
+static json_t *usable_alts(hsa_ctx *c, json_t *e, const char *slot, const char *text,
+                           const json_t *(*lookup)(hsa_ctx *, const char *, const char *))
+{
+    json_t *ok = e ? json_object_get(e, slot) : NULL;
+    if (ok) {
+        json_incref(ok);   /* the caller's reference */
+    } else {
+        ok = json_array();
+        const json_t *alts = lookup(c, slot, text);
+        size_t i;
+        json_t *a;
+        json_array_foreach(alts, i, a) {
+            char *why = NULL;
+            if (json_is_string(a) && hsa_rewrite_check(text, json_string_value(a), c->names, &why))
+                json_array_append(ok, a);
+            free(why);
+        }
+        if (e) json_object_set(e, slot, ok);
     }
-    free(key);
+    if (!json_array_size(ok)) { json_decref(ok); return NULL; }
     return ok;
+}
+
+static const json_t *from_bank(hsa_ctx *c, const char *slot, const char *text)
+{
+    (void)slot;
+    return hsa_vocab_bank(c->v, text);
+}
+
+static const json_t *from_paraphrases(hsa_ctx *c, const char *slot, const char *text)
+{
+    return hsa_paraphrases(c->v, slot, text);
 }
 
 static void note_stuck(hsa_ctx *c, int dim, const char *text)
@@ -412,34 +468,28 @@ char *hsa_rewrite_text(hsa_ctx *c, int dim, const char *section, const char *tex
     if (!*text) return NULL;   /* nothing to reword, nothing to report */
     if (c->stats) c->stats->texts[dim]++;
     /* The sources of a rewrite — the per-harness bank, the exact bank, the
-     * built-in rewriter — tried in a random order; the first whose rewrite
-     * keeps every protected span wins. */
-    const json_t *bank = hsa_vocab_bank(c->v, text);
-    const char *para = section ? hsa_paraphrase(c->v, c->r, section, text) : NULL;
+     * built-in rewriter — each equally likely when it has something for
+     * the text.  The banks' alternatives are checked (usable_alts); the
+     * built-in rewriter keeps the protected spans by construction (masked;
+     * tested in test_hsa_rewrite). */
+    json_t *e = cache_entry(c, text);
+    json_t *bank = usable_alts(c, e, "bank", text, from_bank);
+    json_t *para = section ? usable_alts(c, e, section, text, from_paraphrases) : NULL;
     const json_t *a = analysis(c, text);
-    char src[3];
+    const json_t *src[3];
     int n = 0;
-    if (bank) src[n++] = 'b';
-    if (para) src[n++] = 'p';
-    if (a) src[n++] = 'r';
-    rng_shuffle(c->r, src, (size_t)n, 1);
+    if (bank) src[n++] = bank;
+    if (para) src[n++] = para;
     char *out = NULL;
-    for (int i = 0; i < n && !out; i++) {
-        /* A draw may bring in a word that is a name here ("item" as a
-         * synonym where a parameter is called item): draw again. */
-        for (int tries = src[i] == 'r' ? REDRAWS : 1; tries-- && !out;) {
-            if (src[i] == 'r') out = builtin(c, a);
-            else if (src[i] == 'p') out = xstrdup(para);
-            else out = xstrdup(json_string_value(json_array_get(bank, rng_below(c->r, json_array_size(bank)))));
-            /* The built-in rewriter keeps the protected spans by
-             * construction (masked; tested in test_hsa_rewrite): only the
-             * banks' alternatives are checked here. */
-            if (out && src[i] != 'r' && !bank_ok(c, text, out)) {
-                free(out);
-                out = NULL;
-            }
-        }
-    }
+    uint64_t pick = rng_below(c->r, (uint64_t)n + (a != NULL));
+    if (pick < (uint64_t)n)
+        out = xstrdup(json_string_value(json_array_get(src[pick], rng_below(c->r, json_array_size(src[pick])))));
+    else if (a)
+        out = builtin(c, a, text);
+    if (!out && n)   /* the rewriter had nothing: a bank has */
+        out = xstrdup(json_string_value(json_array_get(src[0], rng_below(c->r, json_array_size(src[0])))));
+    json_decref(bank);
+    json_decref(para);
     if (!out) note_stuck(c, dim, text);
     else if (c->stats) c->stats->rewritten[dim]++;
     return out;

@@ -290,14 +290,19 @@ json_t *hsa_name_space(const hsa_vocab *v, const char *kind, const char *functio
     return out;
 }
 
-const char *hsa_paraphrase(const hsa_vocab *v, rng_t *r, const char *section, const char *text)
+const json_t *hsa_paraphrases(const hsa_vocab *v, const char *section, const char *text)
 {
     const json_t *sec;
     if (!strncmp(section, "blocks/", 7))
         sec = json_object_get(json_object_get(v->para, "blocks"), section + 7);
     else
         sec = json_object_get(v->para, section);
-    const json_t *alts = json_object_get(sec, text);
+    return json_object_get(sec, text);
+}
+
+const char *hsa_paraphrase(const hsa_vocab *v, rng_t *r, const char *section, const char *text)
+{
+    const json_t *alts = hsa_paraphrases(v, section, text);
     return alts ? pick(r, alts) : NULL;
 }
 
