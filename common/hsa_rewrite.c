@@ -578,9 +578,10 @@ char *hsa_rewrite_draw(const json_t *a, rng_t *r)
             const json_t *pc = json_array_get(pieces, i);
             const json_t *b0 = json_array_get(json_object_get(pc, "bases"), 0);
             const char *orig = json_string_value(json_object_get(b0, "text"));
-            int upper = isupper((unsigned char)orig[0]) || (!i && !isalpha((unsigned char)orig[0]));
-            put_piece(&m, json_array_get(json_object_get(pc, "bases"), base[i]), use[i], r,
-                      upper || !isalpha((unsigned char)orig[0]));
+            /* A piece keeps the case its first letter had ("always read
+             * them" after a colon stays lower case). */
+            int upper = isupper((unsigned char)orig[0]) || !isalpha((unsigned char)orig[0]);
+            put_piece(&m, json_array_get(json_object_get(pc, "bases"), base[i]), use[i], r, upper);
             sbuf_puts(&m, json_string_value(json_object_get(pc, "sep")));
         }
         sbuf b;
