@@ -49,17 +49,20 @@ struct hsa_rewriter {
 
 /* ---- protection ----------------------------------------------------------- */
 
-static const char *const number_words[] = {
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
-    "eleven", "twelve", "twenty", "hundred", "thousand", "once", "twice", "half", NULL
+static const struct { const char *w; size_t n; } number_words[] = {
+#define W(s) { s, sizeof s - 1 }
+    W("zero"), W("one"), W("two"), W("three"), W("four"), W("five"), W("six"), W("seven"),
+    W("eight"), W("nine"), W("ten"), W("eleven"), W("twelve"), W("twenty"), W("hundred"),
+    W("thousand"), W("once"), W("twice"), W("half"),
+#undef W
 };
 
 static int is_number_word(const char *s, size_t n)
 {
     if (n < 3 || n > 8) return 0;
-    for (int i = 0; number_words[i]; i++)
-        if (tolower((unsigned char)s[0]) == number_words[i][0] && !number_words[i][n] &&
-            strlen(number_words[i]) == n && !strncasecmp(s, number_words[i], n))
+    for (size_t i = 0; i < sizeof number_words / sizeof number_words[0]; i++)
+        if (number_words[i].n == n && tolower((unsigned char)s[0]) == number_words[i].w[0] &&
+            !strncasecmp(s, number_words[i].w, n))
             return 1;
     return 0;
 }
