@@ -13,14 +13,7 @@ need "$FR/harness.json" "$HAT_TOP/tests/hsa_rates.sh"
 ok "fresh harness lints strict" harness-lint --strict "$FR"
 RATES="$HAT_TOP/tests/hsa_rates.sh"
 # One word changed in every rule: exact-text banks no longer match.
-harness-pack "$EX" | jq '
-  def one_word: . as $r
-    | ([["the ", "this "], [" and ", " plus "], [" when ", " whenever "], [" with ", " using "],
-        [" for ", " on "], [" by ", " via "], [" or ", " nor "], [" a ", " any "],
-        [" exactly ", " just "], [" in ", " within "], [" details", " data"]][]
-       | select(. as $p | $r | ascii_downcase | contains($p[0]))) as $p
-    | $r | sub($p[0]; $p[1]; "i");
-  .skills[].rules |= map(first(one_word) // .)' >"$T/ex1.json"
+harness-pack "$EX" | jq -f "$HAT_TOP/tests/hsa_one_word.jq" >"$T/ex1.json"
 n=$(jq -n --slurpfile a "$T/ex1.json" --argjson b "$(harness-pack "$EX")" \
     '[$a[0].skills[].rules[]] - [$b.skills[].rules[]] | length')
 m=$(harness-pack "$EX" | jq '[.skills[].rules[]] | length')
