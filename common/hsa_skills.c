@@ -91,15 +91,16 @@ static void inject_distractors(hsa_ctx *c, double p)
 
 static void rename_skills(hsa_ctx *c, double p)
 {
+    /* Names in use, old ones included: a new name never repeats one. */
+    json_t *taken = hsa_taken_names(c->h);
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(c->h, "skills"), i, s) {
         if (!rng_chance(c->r, p)) continue;
-        json_t *taken = hsa_taken_names(c->h);
         const char *fn = str(s, "function"), *from = str(s, "name");
         char *to = fn && from ? hsa_name_skill(c->v, c->r, fn, taken) : NULL;
-        json_decref(taken);
         if (!to) continue;
+        json_object_set_new(taken, to, json_true());
         hsa_op(c, HSA_SKILL_ID, "rename", "function", json_string(fn), "from", json_string(from),
                "to", json_string(to), NULL);
         /* Keyed by the input name; an injected skill has none to map. */
@@ -108,6 +109,7 @@ static void rename_skills(hsa_ctx *c, double p)
         json_object_set_new(s, "name", json_string(to));
         free(to);
     }
+    json_decref(taken);
 }
 
 /* Replace o[key] by a rewrite (hsa_rewrite_text) with probability p. */

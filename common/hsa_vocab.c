@@ -67,24 +67,36 @@ char *hsa_template_keys(const char *tmpl)
 }
 
 /* Backtracking match: literals must match exactly, a placeholder takes the
- * shortest text that lets the rest match (a repeated one must repeat). */
+ * shortest text that lets the rest match (a repeated one must repeat).
+ * Literal runs are compared in a loop and a placeholder followed by a
+ * literal only tries the places where that literal occurs: relabelling
+ * matches every hook message of every trajectory. */
 static int match_at(const char *t, const char *s, json_t *vars)
 {
+    size_t l = 0;
+    while (*t && !(*t == '{' && (l = hsa_placeholder_len(t)))) {
+        if (*t != *s) return 0;
+        t++, s++;
+    }
     if (!*t) return !*s;
-    size_t l = hsa_placeholder_len(t);
-    if (!l) return *t == *s && match_at(t + 1, s + 1, vars);
     char *key = xstrndup(t + 1, l - 2);
-    const char *known = json_string_value(json_object_get(vars, key));
+    const char *known = json_string_value(json_object_get(vars, key)), *rest = t + l;
     int ok = 0;
     if (known) {
         size_t kl = strlen(known);
-        ok = !strncmp(s, known, kl) && match_at(t + l, s + kl, vars);
+        ok = !strncmp(s, known, kl) && match_at(rest, s + kl, vars);
+    } else if (!*rest) {   /* last in the template: takes the rest of the text */
+        json_object_set_new(vars, key, json_string(s));
+        ok = 1;
     } else {
-        for (size_t n = 0; !ok; n++) {
-            json_object_set_new(vars, key, json_stringn(s, n));
-            ok = match_at(t + l, s + n, vars);
+        /* The next literal character, if the rest starts with one. */
+        char next = *rest == '{' && hsa_placeholder_len(rest) ? 0 : *rest;
+        for (const char *p = s; !ok; p++) {
+            if (next && !(p = strchr(p, next))) break;
+            json_object_set_new(vars, key, json_stringn(s, (size_t)(p - s)));
+            ok = match_at(rest, p, vars);
             if (!ok) json_object_del(vars, key);
-            if (!s[n]) break;
+            if (!*p) break;
         }
     }
     free(key);
