@@ -375,15 +375,29 @@ static int wordc(char c) { return isalpha((unsigned char)c) || c == '\''; }
  * A site is whole words not glued to '-', '_' or a masked span. */
 /* The alternatives that bring in no protected word (a synonym that is a
  * name in this harness, "item" where a parameter is called item). */
-static json_t *usable(const json_t *alts, const json_t *names)
+static json_t *usable(const json_t *alts, const json_t *names, const char *prev)
 {
     json_t *out = json_array();
     size_t i;
     json_t *a;
     hsa_span sp[2];
-    json_array_foreach(alts, i, a)
-        if (!hsa_protected(json_string_value(a), names, sp, 2)) json_array_append(out, a);
+    json_array_foreach(alts, i, a) {
+        const char *t = json_string_value(a);
+        size_t pl = prev ? strcspn(prev, " ") : 0;
+        /* "Body height" must not become "Body body height". */
+        int repeats = pl && !strncasecmp(t, prev, pl) && (!t[pl] || t[pl] == ' ');
+        if (!repeats && !hsa_protected(t, names, sp, 2)) json_array_append(out, a);
+    }
     return out;
+}
+
+/* The word just before offset i of s, or NULL. */
+static const char *prev_word(const char *s, size_t i)
+{
+    if (i < 2 || s[i - 1] != ' ' || !isalpha((unsigned char)s[i - 2])) return NULL;
+    size_t j = i - 1;
+    while (j && isalpha((unsigned char)s[j - 1])) j--;
+    return s + j;
 }
 
 static json_t *sites(const hsa_rewriter *w, const char *s, const json_t *names)
@@ -410,7 +424,7 @@ static json_t *sites(const hsa_rewriter *w, const char *s, const json_t *names)
             if (s[j] != ' ' || !isalpha((unsigned char)s[j + 1])) break;
             j++;
         }
-        json_t *ok = alts ? usable(alts, names) : NULL;
+        json_t *ok = alts ? usable(alts, names, prev_word(s, i)) : NULL;
         if (ok && json_array_size(ok)) {
             json_array_append_new(out, json_pack("[I,I,O]", (json_int_t)i, (json_int_t)best, ok));
             i += best;
@@ -518,6 +532,27 @@ json_t *hsa_rewrite_analyse(const hsa_rewriter *w, const char *text, const json_
 
 /* ---- drawing --------------------------------------------------------------- */
 
+/* "a" or "an" just before a word that replaces another: made to fit it
+ * ("a reply" → "an answer"). */
+static void fix_article(sbuf *b, const char *next)
+{
+    int vowel = strchr("aeiouAEIOU", next[0]) != NULL;
+    size_t n = b->len;
+    const char *s = b->s;
+    int word_start_a = n >= 2 && s[n - 1] == ' ' && (s[n - 2] == 'a' || s[n - 2] == 'A') &&
+                       (n == 2 || !isalpha((unsigned char)s[n - 3]));
+    int word_start_an = n >= 3 && s[n - 1] == ' ' && s[n - 2] == 'n' &&
+                        (s[n - 3] == 'a' || s[n - 3] == 'A') && (n == 3 || !isalpha((unsigned char)s[n - 4]));
+    if (vowel && word_start_a) {
+        b->s[n - 1] = 'n';
+        sbuf_putc(b, ' ');
+    } else if (!vowel && word_start_an) {
+        b->s[n - 2] = ' ';
+        b->len--;
+        b->s[b->len] = 0;
+    }
+}
+
 static void put_piece(sbuf *b, const json_t *base, const int *use, rng_t *r, int first_upper)
 {
     const char *s = json_string_value(json_object_get(base, "text"));
@@ -531,6 +566,7 @@ static void put_piece(sbuf *b, const json_t *base, const int *use, rng_t *r, int
         const json_t *alts = json_array_get(site, 2);
         const char *alt = json_string_value(json_array_get(alts, rng_below(r, json_array_size(alts))));
         sbuf_add(b, s + at, off - at);
+        fix_article(b, alt);
         size_t a0 = b->len;
         sbuf_puts(b, alt);
         if (isupper((unsigned char)s[off])) b->s[a0] = (char)toupper((unsigned char)b->s[a0]);
