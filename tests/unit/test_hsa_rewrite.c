@@ -208,6 +208,33 @@ static void rewrites_keep_what_they_must(void)
     CHECK(failed * 50 < drawn);   /* almost every text has a rewrite */
 }
 
+/* Small grammar the synonyms must not break: the article before a
+ * replaced word, a word repeated from the one before it. */
+static void articles_and_repeats(void)
+{
+    hsa_vocab *v = hsa_vocab_load("train");
+    CHECK(v != NULL);
+    if (!v) return;
+    const char *texts[] = { "Load a reply skill before the final reply.", "Body height of the shopper." };
+    rng_t r;
+    rng_derive(&r, 5, 5);
+    int an = 0;
+    for (int t = 0; t < 2; t++) {
+        json_t *a = hsa_rewrite_analyse(hsa_vocab_rewriter(v), texts[t], NULL);
+        for (int k = 0; k < 200; k++) {
+            char *o = hsa_rewrite_draw(a, &r);
+            if (!o) continue;
+            CHECK(!strstr(o, " a answer") && !strstr(o, "A answer"));
+            CHECK(!strcasestr(o, "body body"));
+            an += strstr(o, "an answer") != NULL;
+            free(o);
+        }
+        json_decref(a);
+    }
+    CHECK(an > 0);   /* "reply" was replaced, with "an" */
+    hsa_vocab_free(v);
+}
+
 static void train_and_heldout_disjoint(void)
 {
     hsa_vocab *tv = hsa_vocab_load("train"), *hv = hsa_vocab_load("heldout");
@@ -313,6 +340,7 @@ int main(void)
     RUN(protection_known_answers);
     RUN(rename_mentions_whole_word);
     RUN(rewrites_keep_what_they_must);
+    RUN(articles_and_repeats);
     RUN(train_and_heldout_disjoint);
     RUN(variants_keep_names_in_step);
     TEST_MAIN_END();
