@@ -4,7 +4,8 @@
 # p=1, every dimension applying operations, no variant naming what its
 # harness lacks, train/held-out rewrites disjoint, determinism per seed,
 # --stats and the no-op warning, hsa-bank with a script standing in for the
-# model, relabelled trajectories passing the judge.
+# model, relabelled trajectories passing the judge, evalset's variant set
+# built from this harness.
 . "$HAT_TOP/tests/cli/lib.sh"
 T=$(mktmp)
 FR="$HAT_TOP/tests/fixtures/hsa/fresh"
@@ -110,3 +111,20 @@ judge --world "$T/w.json" --tasks "$T/t.jsonl" "$T/trh.jsonl" >"$T/v.jsonl"
 np=$(grep -c '"pass":true' "$T/v.jsonl")
 [ "$np" -eq 160 ] && pass "relabelled variants pass the judge" || flunk "relabelled variants pass the judge" "$np of 160"
 has "variants rewrote rules" "$T/trh.jsonl" '"op":"paraphrase_rule"'
+
+# evalset builds its Harness-Variant set from this harness too: the teacher
+# playing each case's harness passes; bound to the production surface
+# forms it fails variant cases.
+ok "evalset on the fresh harness" evalset --world "$T/w.json" --harness "$FR" -n 120 --seed 2 -o "$T/cases.jsonl"
+nv=$(jq -c 'select(.set == "variant")' "$T/cases.jsonl" | wc -l)
+[ "$nv" -gt 10 ] && pass "variant cases built" || flunk "variant cases built" "$nv"
+jq -c 'select(.task) | .task' "$T/cases.jsonl" >"$T/ct.jsonl"
+jq -c 'select(.task) | .task + {harness: .harness}' "$T/cases.jsonl" | traj-gen --world "$T/w.json" --seed 2 >"$T/et.jsonl"
+judge --world "$T/w.json" --tasks "$T/ct.jsonl" "$T/et.jsonl" >"$T/ev.jsonl"
+nf=$(grep -c '"pass":false' "$T/ev.jsonl")
+[ "$nf" -eq 0 ] && pass "teacher passes every case" || flunk "teacher passes every case" "$nf failed"
+traj-gen --world "$T/w.json" --harness "$FR" --seed 2 "$T/ct.jsonl" |
+    jq -c -n --slurpfile c "$T/cases.jsonl" '($c | map(select(.task)) | map({key: .id, value: .harness}) | from_entries) as $h | inputs | .harness = $h[.task_id]' >"$T/ef.jsonl"
+judge --world "$T/w.json" --tasks "$T/ct.jsonl" "$T/ef.jsonl" >"$T/evf.jsonl"
+vf=$(jq -c 'select(.task_id | startswith("variant")) | select(.pass | not)' "$T/evf.jsonl" | wc -l)
+[ "$vf" -gt $((nv / 2)) ] && pass "fixed-harness teacher fails variant cases" || flunk "fixed-harness teacher fails variant cases" "$vf of $nv"
