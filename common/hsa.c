@@ -216,7 +216,7 @@ json_t *hsa_augment_record(hsa_cache *cache, const hsa_vocab *v, const hsa_opts 
                        cache ? &cache->stats : NULL);
         if (!invalid) invalid = inv2;
     }
-    if (cache) hsa_stats_count_ops(&cache->stats, ops);
+    if (cache && !keep) hsa_stats_count_ops(&cache->stats, ops);   /* --mix originals are no variants */
     json_t *newmsgs = NULL;
     if (rec) {
         newmsgs = json_deep_copy(msgs);
