@@ -68,6 +68,10 @@ ok "no-op dimension runs" hsa-augment --harness "$T/np.json" --harness-only --di
 has "no-op dimension warned" "$T/.err" "warning: dimension prompt applied no operation"
 has "unrewritable text warned" "$T/.err" 'warning: 1 of 1 texts drawn for rewriting have no rewrite .*"\{shop\}"'
 jq -e '.dims.prompt.note' "$T/np.stats" >/dev/null && pass "no-op noted in --stats" || flunk "no-op noted in --stats"
+ok "--mix 1 keeps every original" hsa-augment --harness "$FR" --harness-only --mix 1 -k 3
+hasnt "originals are not no-op dimensions" "$T/.err" "warning"
+fails "missing bank" 1 hsa-augment --harness "$FR" --harness-only --bank "$T/nope.json"
+has "missing bank named" "$T/.err" "nope.json"
 
 # hsa-bank with a script for the model: good answers kept per split, an
 # answer adding a number rejected and reported.
