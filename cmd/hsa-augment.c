@@ -20,6 +20,11 @@ static const char usage[] =
     "                         records without an inline harness\n"
     "  -k N                   variants per input (default 1)\n"
     "      --vocab NAME       train (default), heldout, or a vocabulary directory\n"
+    "      --bank FILE        a per-harness rewrite bank from hsa-bank (its part for\n"
+    "                         the vocabulary's split)\n"
+    "      --stats FILE       per-dimension counts as JSON (operations, texts\n"
+    "                         rewritten and not); a dimension that did nothing and\n"
+    "                         texts with no rewrite are also reported on stderr\n"
     "      --p-skill-id P     probability per operation of each dimension\n"
     "      --p-skill-content P  (default 0.5 each)\n"
     "      --p-tools P\n"
@@ -34,7 +39,7 @@ static const char usage[] =
     "  -o FILE  --seed N  --skip-bad  --help  --version\n";
 
 enum { OPT_VOCAB = 1, OPT_PSID, OPT_PSC, OPT_PTOOLS, OPT_PPROMPT, OPT_PHOOKS, OPT_DIMS, OPT_P,
-       OPT_MIX, OPT_HONLY, OPT_BARE };
+       OPT_MIX, OPT_HONLY, OPT_BARE, OPT_BANK, OPT_STATS };
 
 static const struct option long_opts[] = {
     { "harness", required_argument, NULL, 'H' },
@@ -49,6 +54,8 @@ static const struct option long_opts[] = {
     { "mix", required_argument, NULL, OPT_MIX },
     { "harness-only", no_argument, NULL, OPT_HONLY },
     { "bare", no_argument, NULL, OPT_BARE },
+    { "bank", required_argument, NULL, OPT_BANK },
+    { "stats", required_argument, NULL, OPT_STATS },
     { 0 },
 };
 
@@ -56,6 +63,33 @@ static const cli_spec spec = { usage, "H:k:", long_opts };
 
 /* Records augmented in parallel between writes. */
 #define BATCH 256
+
+/* No silent no-ops: say which dimensions did nothing and which texts had
+ * no rewrite; with --stats, write the counts. */
+static int report_stats(const hsa_stats *st, const hsa_opts *o, const char *path)
+{
+    for (int d = 0; d < HSA_NDIMS; d++)
+        if (o->p[d] > 0 && st->variants && !st->ops[d])
+            hat_warn("warning: dimension %s applied no operation in %ld variant%s: nothing it can "
+                     "change in this harness", hsa_dim_names[d], st->variants,
+                     st->variants == 1 ? "" : "s");
+    long texts = 0, stuck = 0;
+    for (int d = 0; d < HSA_NDIMS; d++) texts += st->texts[d], stuck += st->unrewritable[d];
+    if (stuck) {
+        const char *first = NULL, *k;
+        json_t *v;
+        json_object_foreach(st->stuck, k, v) { first = k; break; }
+        hat_warn("warning: %ld of %ld texts drawn for rewriting have no rewrite (%zu distinct%s%s%s)",
+                 stuck, texts, json_object_size(st->stuck), first ? ", e.g. \"" : "",
+                 first ? first : "", first ? "\"" : "");
+    }
+    if (!path) return EXIT_OK;
+    json_t *j = hsa_stats_json(st, o);
+    hat_out *out = out_open(path);
+    int rc = out && out_json(out, j) == 0 && out_close(out) == 0 ? EXIT_OK : EXIT_FAIL;
+    json_decref(j);
+    return rc;
+}
 
 /* Write a batch in input order; a bad record stops the run (its line
  * named) unless --skip-bad, which counts it.  Frees the lines. */
@@ -86,7 +120,7 @@ int main(int argc, char **argv)
     cli_common cc = { 0 };
     hsa_opts o;
     hsa_opts_default(&o);
-    const char *hpath = NULL, *vocab = "train", *dims = NULL;
+    const char *hpath = NULL, *vocab = "train", *dims = NULL, *bank = NULL, *stats = NULL;
     double pdims = 0.5, pdim[HSA_NDIMS];
     int pset[HSA_NDIMS] = { 0 }, honly = 0, bare = 0;
     long K = 1;
@@ -107,6 +141,8 @@ int main(int argc, char **argv)
         case OPT_MIX: o.mix = cli_double(&spec, "--mix", optarg, 0, 1); break;
         case OPT_HONLY: honly = 1; break;
         case OPT_BARE: bare = 1; break;
+        case OPT_BANK: bank = optarg; break;
+        case OPT_STATS: stats = optarg; break;
         }
     }
     if (dims) {
@@ -125,6 +161,8 @@ int main(int argc, char **argv)
     if (hpath && !(deflt = harness_load_checked(hpath))) return EXIT_FAIL;
     hsa_vocab *v = hsa_vocab_load(vocab);
     if (!v) return EXIT_FAIL;
+    if (bank && hsa_vocab_add_bank(v, bank) < 0) { hsa_vocab_free(v); return EXIT_FAIL; }
+    hsa_batch *bt = hsa_batch_new();
     hat_out *out = out_open(cc.output);
     if (!out) return EXIT_FAIL;
     int rc = EXIT_OK;
@@ -132,7 +170,7 @@ int main(int argc, char **argv)
     if (honly) {
         char **lines = xcalloc((size_t)K, sizeof *lines);
         const char *err;
-        hsa_augment_batch(v, &o, NULL, 1, deflt, cc.seed, 0, (int)K, lines, &err);
+        hsa_augment_batch(bt, v, &o, NULL, 1, deflt, cc.seed, 0, (int)K, lines, &err);
         for (long k = 0; k < K; k++) {
             json_t *r = lines[k] ? json_loads(lines[k], 0, NULL) : NULL;
             if (!r || out_json(out, bare ? json_object_get(r, "harness") : r) < 0) rc = EXIT_FAIL;
@@ -162,7 +200,7 @@ int main(int argc, char **argv)
                     else if (cc.skip_bad) badlines++;
                     else { got = -1; break; }
                 }
-                hsa_augment_batch(v, &o, recs, n, deflt, cc.seed, i, (int)K, lines, errs);
+                hsa_augment_batch(bt, v, &o, recs, n, deflt, cc.seed, i, (int)K, lines, errs);
                 int wrc = write_batch(out, hsa_reader_name(rd), n, (int)K, lines, errs, lineno,
                                       cc.skip_bad, &bad);
                 if (wrc != EXIT_OK) rc = wrc;
@@ -180,6 +218,8 @@ int main(int argc, char **argv)
     }
     if (rc == EXIT_OK && out_close(out) < 0) rc = EXIT_FAIL;
     else if (rc != EXIT_OK) out_abort(out);
+    if (rc == EXIT_OK) rc = report_stats(hsa_batch_stats(bt), &o, stats);
+    hsa_batch_free(bt);
     hsa_vocab_free(v);
     json_decref(deflt);
     return rc;

@@ -5,6 +5,7 @@
  * each hook template may use) comes from data/functions.json. */
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include "harness.h"
+#include "hsa.h"
 #include "util.h"
 
 #include <pcre2.h>
@@ -590,6 +591,33 @@ static void lint_hooks(lint *L, const json_t *h, const json_t *pnames)
     }
 }
 
+/* Texts that name something the harness does not define — a renamed
+ * tool still called by its old name in a rule, say.  Only words that read
+ * as identifiers (snake_case, camelCase) or are written as `code` count,
+ * so ordinary words never warn (hsa_unknown_mentions). */
+typedef struct { lint *L; json_t *known; } mention_ctx;
+
+static void mention_cb(json_t *parent, const char *key, size_t idx, const char *text,
+                       const char *kind, const char *path, void *ud)
+{
+    (void)parent; (void)key; (void)idx; (void)kind;
+    mention_ctx *m = ud;
+    json_t *bad = hsa_unknown_mentions(text, m->known);
+    size_t i;
+    json_t *w;
+    json_array_foreach(bad, i, w)
+        WARN(m->L, path, "mentions '%s', which is not a skill, tool, parameter or loader of this "
+             "harness", json_string_value(w));
+    json_decref(bad);
+}
+
+static void lint_mentions(lint *L, const json_t *h)
+{
+    mention_ctx m = { L, hsa_known_words(h) };
+    hsa_texts((json_t *)h, HSA_TEXTS_HOOKS | HSA_TEXTS_PATHS, mention_cb, &m);
+    json_decref(m.known);
+}
+
 json_t *harness_lint(const json_t *h, const json_t *origins)
 {
     json_t *empty = json_object();
@@ -606,6 +634,7 @@ json_t *harness_lint(const json_t *h, const json_t *origins)
         lint_loader(&L, h);
         lint_skills_tools(&L, h);
         lint_hooks(&L, h, pnames);
+        lint_mentions(&L, h);
         json_decref(pnames);
     }
     json_decref(empty);

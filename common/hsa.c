@@ -12,6 +12,7 @@
 #include "jsonl.h"
 #include "util.h"
 
+#include <omp.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,14 +85,22 @@ json_t *hsa_taken_names(const json_t *h)
     return t;
 }
 
-json_t *hsa_augment_harness(const hsa_vocab *v, const hsa_opts *o, rng_t *r,
-                            const json_t *h, const hsa_needs *need,
-                            json_t *ops, json_t **skill_map, const char **invalid)
+/* The augmentation itself; acache (text → rewriter analysis) and stats
+ * come from the caller's hsa_cache, or are NULL. */
+static json_t *augment(const hsa_vocab *v, const hsa_opts *o, rng_t *r, const json_t *h,
+                       const hsa_needs *need, json_t *ops, json_t **skill_map,
+                       const char **invalid, json_t *acache, hsa_stats *stats)
 {
     hsa_ctx c = {
         .v = v, .o = o, .r = r, .h = json_deep_copy(h), .ops = ops, .need = need,
         .skill_map = json_object(),
+        .acache = acache ? json_incref(acache) : json_object(),
+        .stats = stats,
     };
+    /* The input harness's names, remembered with its texts. */
+    c.names = json_object_get(c.acache, "\x06names");
+    if (c.names) json_incref(c.names);
+    else json_object_set(c.acache, "\x06names", c.names = hsa_harness_names(h));
     /* Fixed order: skill surface first (masking looks at the old names),
      * then content, tools, prompt and hooks. */
     if (o->p[HSA_SKILL_ID] > 0) hsa_skill_ids(&c);
@@ -99,18 +108,33 @@ json_t *hsa_augment_harness(const hsa_vocab *v, const hsa_opts *o, rng_t *r,
     if (o->p[HSA_TOOLS] > 0) hsa_tools(&c);
     if (o->p[HSA_PROMPT] > 0) hsa_prompt(&c);
     if (o->p[HSA_HOOKS] > 0) hsa_hooks(&c);
+    hsa_keep_names(&c);   /* texts were rewritten around the old names */
+    json_decref(c.names);
+    json_decref(c.acache);
     if (skill_map) *skill_map = c.skill_map;
     else json_decref(c.skill_map);
     if (invalid) *invalid = c.invalid;
     return c.h;
 }
 
+json_t *hsa_augment_harness(const hsa_vocab *v, const hsa_opts *o, rng_t *r,
+                            const json_t *h, const hsa_needs *need,
+                            json_t *ops, json_t **skill_map, const char **invalid)
+{
+    return augment(v, o, r, h, need, ops, skill_map, invalid, NULL, NULL);
+}
+
 /* ---- records -------------------------------------------------------------- */
 
 /* The last inline harness seen: consecutive records of one traj file
- * usually carry the same harness, so its lookups are done once. */
+ * usually carry the same harness, so its lookups — and the rewriter's
+ * analysis of each of its texts — are done once.  It also sums what the
+ * variants drawn through it did. */
 struct hsa_cache {
-    json_t *h;
+    json_t          *h;
+    const hsa_vocab *v;
+    json_t          *acache;
+    hsa_stats        stats;
 };
 
 hsa_cache *hsa_cache_new(void) { return xcalloc(1, sizeof(hsa_cache)); }
@@ -119,8 +143,12 @@ void hsa_cache_free(hsa_cache *c)
 {
     if (!c) return;
     json_decref(c->h);
+    json_decref(c->acache);
+    hsa_stats_free(&c->stats);
     free(c);
 }
+
+const hsa_stats *hsa_cache_stats(const hsa_cache *c) { return &c->stats; }
 
 static json_t *make_meta(const json_t *old, json_t *ops, const hsa_vocab *v,
                          uint64_t seed, uint64_t stream, const char *invalid)
@@ -159,9 +187,13 @@ json_t *hsa_augment_record(hsa_cache *cache, const hsa_vocab *v, const hsa_opts 
     const json_t *msgs = rec ? json_object_get(rec, "messages") : NULL;
     if (rec && !json_is_array(msgs)) { *err = "record has no \"messages\" array"; return NULL; }
     if (cache) {   /* one canonical copy of a repeated harness */
-        if (!cache->h || (cache->h != oldh && !json_equal(cache->h, (json_t *)oldh))) {
+        if (!cache->h || cache->v != v ||
+            (cache->h != oldh && !json_equal(cache->h, (json_t *)oldh))) {
             json_decref(cache->h);
+            json_decref(cache->acache);
             cache->h = json_incref((json_t *)oldh);
+            cache->acache = json_object();
+            cache->v = v;
         }
         oldh = cache->h;
     }
@@ -180,9 +212,11 @@ json_t *hsa_augment_record(hsa_cache *cache, const hsa_vocab *v, const hsa_opts 
     if (keep) newh = json_deep_copy(oldh);
     else {
         const char *inv2 = NULL;
-        newh = hsa_augment_harness(v, o, &r, oldh, np, ops, &map, &inv2);
+        newh = augment(v, o, &r, oldh, np, ops, &map, &inv2, cache ? cache->acache : NULL,
+                       cache ? &cache->stats : NULL);
         if (!invalid) invalid = inv2;
     }
+    if (cache && !keep) hsa_stats_count_ops(&cache->stats, ops);   /* --mix originals are no variants */
     json_t *newmsgs = NULL;
     if (rec) {
         newmsgs = json_deep_copy(msgs);
@@ -245,15 +279,56 @@ char *hsa_replace_word(const char *s, const char *from, const char *to)
 
 /* Records are independent (each variant has its own stream), so a batch is
  * augmented in parallel and written in input order: the bytes do not
- * depend on the thread count.  Each thread keeps its own harness cache. */
-void hsa_augment_batch(const hsa_vocab *v, const hsa_opts *o, json_t *const *recs, size_t n,
-                       const json_t *deflt, uint64_t seed, uint64_t first, int K,
-                       char **lines, const char **errs)
+ * depend on the thread count.  Each thread keeps its own harness cache,
+ * from one batch to the next: the rewriter's analysis of a harness's
+ * texts is made once per thread, not once per batch. */
+struct hsa_batch {
+    hsa_cache **caches;
+    int         n;
+    hsa_stats   sum;
+};
+
+hsa_batch *hsa_batch_new(void)
+{
+    hsa_batch *b = xcalloc(1, sizeof *b);
+    b->n = omp_get_max_threads();
+    b->caches = xcalloc((size_t)b->n, sizeof *b->caches);
+    return b;
+}
+
+void hsa_batch_free(hsa_batch *b)
+{
+    if (!b) return;
+    for (int i = 0; i < b->n; i++) hsa_cache_free(b->caches[i]);
+    free(b->caches);
+    hsa_stats_free(&b->sum);
+    free(b);
+}
+
+const hsa_stats *hsa_batch_stats(hsa_batch *b)
+{
+    hsa_stats_free(&b->sum);
+    memset(&b->sum, 0, sizeof b->sum);
+    for (int i = 0; i < b->n; i++)
+        if (b->caches[i]) hsa_stats_add(&b->sum, &b->caches[i]->stats);
+    return &b->sum;
+}
+
+void hsa_augment_batch(hsa_batch *bt, const hsa_vocab *v, const hsa_opts *o,
+                       json_t *const *recs, size_t n, const json_t *deflt, uint64_t seed,
+                       uint64_t first, int K, char **lines, const char **errs)
 {
     (void)harness_functions();   /* loaded once, before the threads */
     #pragma omp parallel
     {
-        hsa_cache *cache = hsa_cache_new();
+        int t = omp_get_thread_num();
+        hsa_cache *cache;
+        if (t < bt->n) {
+            if (!bt->caches[t]) bt->caches[t] = hsa_cache_new();
+            cache = bt->caches[t];
+        } else {
+            cache = NULL;   /* more threads than at hsa_batch_new: no cache */
+        }
         #pragma omp for schedule(dynamic, 4)
         for (size_t j = 0; j < n; j++) {
             errs[j] = NULL;
@@ -266,7 +341,6 @@ void hsa_augment_batch(const hsa_vocab *v, const hsa_opts *o, json_t *const *rec
                 if (err) errs[j] = err;
             }
         }
-        hsa_cache_free(cache);
     }
 }
 

@@ -14,7 +14,11 @@
  *   prompt         hsa_prompt.c   reorder blocks/items, perturb params, paraphrase
  *   hooks          hsa_hooks.c    retries, error format, envelope, messages
  * hsa_vocab.c holds the name generators and paraphrase banks (man 5
- * hsa-vocab), hsa_relabel.c the trajectory rewrite, hsa.c the glue.
+ * hsa-vocab), hsa_rewrite.c the built-in rewriter of any text,
+ * hsa_text.c the wording strings of a harness, keeping names in step and
+ * the rewrite entry point every dimension uses, hsa_bank.c the per-harness
+ * banks written by an external rewriter (hsa-bank), hsa_relabel.c the
+ * trajectory rewrite, hsa.c the glue.
  * A function (skill, tool, x-function of a parameter) never changes. */
 #ifndef HAT_HSA_H
 #define HAT_HSA_H
@@ -68,6 +72,45 @@ json_t *hsa_name_space(const hsa_vocab *v, const char *kind, const char *functio
  * "tool_descriptions", "param_descriptions", "loader", "blocks/ID"), or
  * NULL when the bank has none (borrowed). */
 const char *hsa_paraphrase(const hsa_vocab *v, rng_t *r, const char *section, const char *text);
+/* All the paraphrases of text in a section (borrowed), or NULL. */
+const json_t *hsa_paraphrases(const hsa_vocab *v, const char *section, const char *text);
+
+/* A per-harness bank written by hsa-bank (man 1 hsa-bank): alternatives
+ * of each text, keyed by content hash, used before the built-in rewriter
+ * by vocabularies of the bank's split.  "NAME+BANK.json" as a vocabulary
+ * name does the same.  0, or -1 after a diagnostic. */
+int hsa_vocab_add_bank(hsa_vocab *v, const char *path);
+/* The bank's alternatives of text for this vocabulary's split, or NULL. */
+const json_t *hsa_vocab_bank(const hsa_vocab *v, const char *text);
+/* The split of the vocabulary: "train" or "heldout" (rewrite.json). */
+const char *hsa_vocab_split(const hsa_vocab *v);
+
+/* --- the built-in rewriter (hsa_rewrite.c) -------------------------------- */
+typedef struct hsa_rewriter hsa_rewriter;
+typedef struct { size_t start, len; } hsa_span;
+/* From rewrite.json (file names the diagnostics); NULL after one. */
+hsa_rewriter *hsa_rewriter_load(const json_t *j, const char *file);
+void          hsa_rewriter_free(hsa_rewriter *w);
+const char   *hsa_rewriter_split(const hsa_rewriter *w);
+const hsa_rewriter *hsa_vocab_rewriter(const hsa_vocab *v);   /* NULL: none */
+/* Every synonym alternative, as a set (for the disjointness tests). */
+json_t *hsa_rewriter_alternatives(const hsa_rewriter *w);
+/* What a rewrite must keep: numbers and number words, {placeholders},
+ * quoted strings, `code`, identifier-like tokens and the words in names
+ * (a set).  Fills up to max spans in text order, returns how many. */
+int  hsa_protected(const char *text, const json_t *names, hsa_span *out, int max);
+/* A token that reads as an identifier: snake_case, camelCase, digits, @. */
+int  hsa_identifier_like(const char *s, size_t n);
+/* 1 when alt is a valid rewrite of orig: different, and the same protected
+ * spans (as a multiset).  0 with *why (malloc'd) otherwise. */
+int  hsa_rewrite_check(const char *orig, const char *alt, const json_t *names, char **why);
+/* The analysis of a text (pieces, their structural alternatives, synonym
+ * sites), a JSON value to cache; hsa_rewrite_draw makes one rewrite from
+ * it, or NULL when the text offers nothing to change.  malloc'd. */
+json_t *hsa_rewrite_analyse(const hsa_rewriter *w, const char *text, const json_t *names);
+char   *hsa_rewrite_draw(const json_t *analysis, rng_t *r);
+/* Length of a {placeholder} at s, braces included; 0 if none. */
+size_t  hsa_placeholder_len(const char *s);
 
 /* {placeholder} templates: match text against tmpl, collecting the values
  * into vars (an object).  1 on a match, 0 otherwise. */
@@ -93,6 +136,24 @@ typedef struct {
     int    final_over;        /* final reply already breaks the old limits */
 } hsa_needs;
 
+/* What a run did, per dimension (hsa-augment --stats, man 1). */
+typedef struct {
+    long    variants;
+    long    ops[HSA_NDIMS];           /* operations applied */
+    long    texts[HSA_NDIMS];         /* texts drawn for rewriting */
+    long    rewritten[HSA_NDIMS];
+    long    unrewritable[HSA_NDIMS];  /* drawn, but no rewrite exists */
+    json_t *stuck;                    /* text → dimension, the first 64 */
+} hsa_stats;
+
+void    hsa_stats_add(hsa_stats *to, const hsa_stats *from);
+void    hsa_stats_count_ops(hsa_stats *st, const json_t *ops);
+/* {"metric":"hsa","variants":N,"dims":{dim:{p,ops,texts,rewritten,
+ * unrewritable[,note]}},"unrewritable":[{dim,text}]}; a dimension that was
+ * on and applied nothing carries a note. */
+json_t *hsa_stats_json(const hsa_stats *st, const hsa_opts *o);
+void    hsa_stats_free(hsa_stats *st);
+
 /* One augmentation in progress. */
 typedef struct {
     const hsa_vocab *v;
@@ -103,6 +164,9 @@ typedef struct {
     const hsa_needs *need;    /* NULL in harness-only mode */
     json_t          *skill_map;  /* old skill name → new name */
     const char      *invalid;    /* set when no valid variant exists */
+    json_t          *names;      /* names of the input harness: kept by rewrites */
+    json_t          *acache;     /* text → rewriter analysis (hsa_cache's) */
+    hsa_stats       *stats;      /* may be NULL */
 } hsa_ctx;
 
 /* Apply every enabled dimension to a copy of h.  Returns the new harness;
@@ -126,6 +190,50 @@ void hsa_op(hsa_ctx *c, int dim, const char *op, ...);
 char *hsa_replace_word(const char *s, const char *from, const char *to);
 /* Set of names in use in the tool namespace (tools + loader) or skills. */
 json_t *hsa_taken_names(const json_t *h);
+
+/* --- wording strings (hsa_text.c) ------------------------------------------ */
+/* Called for each wording string: parent[key] (an object) or parent[idx]
+ * (an array, key NULL) holds text; kind is skill_description, rule,
+ * tool_description, param_description, loader, block or hook; path the
+ * JSON pointer. */
+typedef void (*hsa_text_fn)(json_t *parent, const char *key, size_t idx, const char *text,
+                            const char *kind, const char *path, void *ud);
+/* Every wording string of h; flags: HSA_TEXTS_HOOKS adds the hook
+ * messages, HSA_TEXTS_PATHS fills path (else ""). */
+enum { HSA_TEXTS_HOOKS = 1, HSA_TEXTS_PATHS = 2 };
+void    hsa_texts(json_t *h, int flags, hsa_text_fn fn, void *ud);
+/* Skill, tool, parameter, loader and loader-argument names, as a set. */
+json_t *hsa_harness_names(const json_t *h);
+/* s with every mention of a name in map (old → new) renamed at once,
+ * whole-word; a name that is a plain lowercase word only where the text
+ * points at it as a name (quoted, `code`, or beside skill/tool/loader/
+ * parameter).  malloc'd. */
+char   *hsa_rename_mentions(const char *s, const json_t *map);
+/* After the dimensions: rename, in every text, the names the variant changed. */
+void    hsa_keep_names(hsa_ctx *c);
+/* Identifier-like words a text of h may use (names, functions, params,
+ * hooks, fault codes, block ids), as a set; and the identifier-like or
+ * `code` words of text not in it. */
+json_t *hsa_known_words(const json_t *h);
+json_t *hsa_unknown_mentions(const char *text, const json_t *known);
+/* A rewrite of text for dimension dim (the per-harness bank, the exact
+ * bank's section, the built-in rewriter; checked by hsa_rewrite_check),
+ * or NULL, counted as unrewritable.  malloc'd. */
+char   *hsa_rewrite_text(hsa_ctx *c, int dim, const char *section, const char *text);
+
+/* --- per-harness banks (hsa_bank.c, man 1 hsa-bank) ------------------------ */
+/* The content hash keying a text in a bank: 16 hex digits (FNV-1a 64). */
+char   *hsa_text_hash(const char *text);
+/* A bank file, checked; NULL after a diagnostic. */
+json_t *hsa_bank_load(const char *path);
+/* Send every distinct wording string of h to cmd (sh -c; requests
+ * {"id":"HASH:SPLIT","hash","split","kind","text","n","keep":[...]} on its
+ * stdin, answers {"id","alternatives":[...]} on its stdout) and return the
+ * bank {"bank":"hsa","version":1,"harness","texts":{HASH:{text,kind,paths,
+ * train,heldout}},"rejected":[{hash,split,text,alternative,why}]}.  Each
+ * rejected alternative is reported on stderr.  NULL after a diagnostic
+ * (the command failed, or printed a line that is not an answer). */
+json_t *hsa_bank_build(const json_t *h, const char *cmd, int n);
 
 /* --- trajectories (hsa_relabel.c) ----------------------------------------- */
 /* Read what the messages need under harness h.  0, or -1 with *why. */
@@ -153,10 +261,18 @@ json_t *hsa_augment_record(hsa_cache *cache, const hsa_vocab *v, const hsa_opts 
 
 /* Records first..first+n-1 (recs NULL: the harness alone, n = 1), K
  * variants each, in parallel: lines[j*K+k] receives the compact JSON text
- * (malloc'd, no newline) or NULL, errs[j] the error of record j or NULL. */
-void hsa_augment_batch(const hsa_vocab *v, const hsa_opts *o, json_t *const *recs, size_t n,
-                       const json_t *deflt, uint64_t seed, uint64_t first, int K,
-                       char **lines, const char **errs);
+ * (malloc'd, no newline) or NULL, errs[j] the error of record j or NULL.
+ * bt keeps one cache per thread from batch to batch, and their statistics
+ * (hsa_batch_stats: the sum so far). */
+typedef struct hsa_batch hsa_batch;
+hsa_batch *hsa_batch_new(void);
+void       hsa_batch_free(hsa_batch *bt);
+const hsa_stats *hsa_batch_stats(hsa_batch *bt);
+void hsa_augment_batch(hsa_batch *bt, const hsa_vocab *v, const hsa_opts *o,
+                       json_t *const *recs, size_t n, const json_t *deflt, uint64_t seed,
+                       uint64_t first, int K, char **lines, const char **errs);
+/* What the variants drawn through a cache did. */
+const hsa_stats *hsa_cache_stats(const hsa_cache *c);
 
 /* Raw lines of a traj file ("-" = stdin, .gz transparently), so that a
  * repeated inline harness is parsed once.  hsa_reader_line: 1 and the

@@ -111,11 +111,12 @@ static void paraphrase_block(hsa_ctx *c, json_t *b, double p)
     char *section = xasprintf("blocks/%s", id);
     const char *from = str(b, "text");
     if (from && rng_chance(c->r, p)) {
-        const char *to = hsa_paraphrase(c->v, c->r, section, from);
+        char *to = hsa_rewrite_text(c, HSA_PROMPT, section, from);
         if (to) {
             hsa_op(c, HSA_PROMPT, "paraphrase_block", "block", json_string(id),
                    "from", json_string(from), "to", json_string(to), NULL);
             json_object_set_new(b, "text", json_string(to));
+            free(to);
         }
     }
     json_t *items = json_object_get(b, "items");
@@ -124,11 +125,12 @@ static void paraphrase_block(hsa_ctx *c, json_t *b, double p)
     json_array_foreach(items, i, it) {
         const char *f = json_string_value(it);
         if (!f || !rng_chance(c->r, p)) continue;
-        const char *to = hsa_paraphrase(c->v, c->r, section, f);
+        char *to = hsa_rewrite_text(c, HSA_PROMPT, section, f);
         if (!to) continue;
         hsa_op(c, HSA_PROMPT, "paraphrase_item", "block", json_string(id),
                "from", json_string(f), "to", json_string(to), NULL);
         json_array_set_new(items, i, json_string(to));
+        free(to);
     }
     free(section);
 }

@@ -91,15 +91,16 @@ static void inject_distractors(hsa_ctx *c, double p)
 
 static void rename_skills(hsa_ctx *c, double p)
 {
+    /* Names in use, old ones included: a new name never repeats one. */
+    json_t *taken = hsa_taken_names(c->h);
     size_t i;
     json_t *s;
     json_array_foreach(json_object_get(c->h, "skills"), i, s) {
         if (!rng_chance(c->r, p)) continue;
-        json_t *taken = hsa_taken_names(c->h);
         const char *fn = str(s, "function"), *from = str(s, "name");
         char *to = fn && from ? hsa_name_skill(c->v, c->r, fn, taken) : NULL;
-        json_decref(taken);
         if (!to) continue;
+        json_object_set_new(taken, to, json_true());
         hsa_op(c, HSA_SKILL_ID, "rename", "function", json_string(fn), "from", json_string(from),
                "to", json_string(to), NULL);
         /* Keyed by the input name; an injected skill has none to map. */
@@ -108,20 +109,22 @@ static void rename_skills(hsa_ctx *c, double p)
         json_object_set_new(s, "name", json_string(to));
         free(to);
     }
+    json_decref(taken);
 }
 
-/* Replace o[key] by a paraphrase from a bank section with probability p. */
+/* Replace o[key] by a rewrite (hsa_rewrite_text) with probability p. */
 static void paraphrase_field(hsa_ctx *c, int dim, const char *op, double p, json_t *o,
                              const char *key, const char *section, const char *who_k,
                              const char *who)
 {
     const char *from = str(o, key);
     if (!from || !rng_chance(c->r, p)) return;
-    const char *to = hsa_paraphrase(c->v, c->r, section, from);
+    char *to = hsa_rewrite_text(c, dim, section, from);
     if (!to) return;
     hsa_op(c, dim, op, who_k, json_string(who), "from", json_string(from),
            "to", json_string(to), NULL);
     json_object_set_new(o, key, json_string(to));
+    free(to);
 }
 
 void hsa_skill_ids(hsa_ctx *c)
@@ -145,12 +148,13 @@ static void paraphrase_rules(hsa_ctx *c, json_t *s, double p)
     json_array_foreach(rules, i, r) {
         const char *from = json_string_value(r);
         if (!from || !rng_chance(c->r, p)) continue;
-        const char *to = hsa_paraphrase(c->v, c->r, "rules", from);
+        char *to = hsa_rewrite_text(c, HSA_SKILL_CONTENT, "rules", from);
         if (!to) continue;
         hsa_op(c, HSA_SKILL_CONTENT, "paraphrase_rule", "function", json_string(str(s, "function")),
                "skill", json_string(str(s, "name")), "from", json_string(from),
                "to", json_string(to), NULL);
         json_array_set_new(rules, i, json_string(to));
+        free(to);
     }
 }
 

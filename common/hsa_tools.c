@@ -15,13 +15,13 @@ static const char *str(const json_t *o, const char *k)
     return json_string_value(json_object_get(o, k));
 }
 
-static void rename_tool(hsa_ctx *c, json_t *t)
+/* taken: names in use, old ones included (a new name never repeats one). */
+static void rename_tool(hsa_ctx *c, json_t *t, json_t *taken)
 {
-    json_t *taken = hsa_taken_names(c->h);
     const char *fn = str(t, "function"), *from = str(t, "name");
     char *to = fn && from ? hsa_name_tool(c->v, c->r, fn, taken) : NULL;
-    json_decref(taken);
     if (!to) return;
+    json_object_set_new(taken, to, json_true());
     hsa_op(c, HSA_TOOLS, "rename_tool", "function", json_string(fn), "from", json_string(from),
            "to", json_string(to), NULL);
     json_object_set_new(t, "name", json_string(to));
@@ -68,11 +68,12 @@ static void paraphrase(hsa_ctx *c, const char *op, json_t *o, const char *key,
 {
     const char *from = str(o, key);
     if (!from || !rng_chance(c->r, p)) return;
-    const char *to = hsa_paraphrase(c->v, c->r, section, from);
+    char *to = hsa_rewrite_text(c, HSA_TOOLS, section, from);
     if (!to) return;
     hsa_op(c, HSA_TOOLS, op, who_k, json_string(who), "from", json_string(from),
            "to", json_string(to), NULL);
     json_object_set_new(o, key, json_string(to));
+    free(to);
 }
 
 static void param_descriptions(hsa_ctx *c, json_t *t, double p)
@@ -82,12 +83,13 @@ static void param_descriptions(hsa_ctx *c, json_t *t, double p)
     json_object_foreach(json_object_get(json_object_get(t, "parameters"), "properties"), k, v) {
         const char *from = str(v, "description");
         if (!from || !rng_chance(c->r, p)) continue;
-        const char *to = hsa_paraphrase(c->v, c->r, "param_descriptions", from);
+        char *to = hsa_rewrite_text(c, HSA_TOOLS, "param_descriptions", from);
         if (!to) continue;
         hsa_op(c, HSA_TOOLS, "describe_param", "function", json_string(str(t, "function")),
                "x-function", json_string(str(v, "x-function")), "from", json_string(from),
                "to", json_string(to), NULL);
         json_object_set_new(v, "description", json_string(to));
+        free(to);
     }
 }
 
@@ -121,7 +123,7 @@ static void loader_preamble(hsa_ctx *c, json_t *l, const char *from, const char 
     if (!pre) return;
     char *now = hsa_replace_word(pre, from, to);
     char *key = hsa_replace_word(pre, from, "{loader}");
-    const char *alt = rng_chance(c->r, p) ? hsa_paraphrase(c->v, c->r, "loader", key) : NULL;
+    char *alt = rng_chance(c->r, p) ? hsa_rewrite_text(c, HSA_TOOLS, "loader", key) : NULL;
     if (alt) {
         /* A preamble written with {loader} keeps the placeholder. */
         json_t *vars = strstr(pre, "{loader}") ? json_object() : json_pack("{s:s}", "loader", to);
@@ -131,22 +133,19 @@ static void loader_preamble(hsa_ctx *c, json_t *l, const char *from, const char 
                "from", json_string(pre), "to", json_string(filled), NULL);
         free(now);
         now = filled;
+        free(alt);
     }
     json_object_set_new(l, "preamble", json_string(now));
     free(now);
     free(key);
 }
 
-static void loader(hsa_ctx *c, double p)
+static void loader(hsa_ctx *c, double p, json_t *taken)
 {
     json_t *l = json_object_get(c->h, "skill_loader");
     if (!json_is_object(l) || !str(l, "name")) return;
     char *from = xstrdup(str(l, "name")), *to = NULL;
-    if (rng_chance(c->r, p)) {
-        json_t *taken = hsa_taken_names(c->h);
-        to = hsa_name_loader(c->v, c->r, taken);
-        json_decref(taken);
-    }
+    if (rng_chance(c->r, p)) to = hsa_name_loader(c->v, c->r, taken);
     if (to) {
         hsa_op(c, HSA_TOOLS, "rename_loader", "from", json_string(from), "to", json_string(to),
                NULL);
@@ -175,15 +174,17 @@ static void loader(hsa_ctx *c, double p)
 void hsa_tools(hsa_ctx *c)
 {
     double p = c->o->p[HSA_TOOLS];
+    json_t *taken = hsa_taken_names(c->h);
     size_t i;
     json_t *t;
     json_array_foreach(json_object_get(c->h, "tools"), i, t) {
-        if (rng_chance(c->r, p)) rename_tool(c, t);
+        if (rng_chance(c->r, p)) rename_tool(c, t, taken);
         rename_params(c, t, p);
         paraphrase(c, "describe_tool", t, "description", "tool_descriptions", "function",
                    str(t, "function"), p);
         param_descriptions(c, t, p);
     }
     reorder_tools(c, p);
-    loader(c, p);
+    loader(c, p, taken);
+    json_decref(taken);
 }

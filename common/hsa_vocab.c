@@ -21,12 +21,14 @@
 struct hsa_vocab {
     char   *name;
     json_t *names, *para, *hooks;
+    hsa_rewriter *rw;   /* rewrite.json; NULL when the directory has none */
+    json_t *bank;       /* hsa-bank files: hash → alternatives of this split */
 };
 
 /* ---- templates ---------------------------------------------------------- */
 
 /* Length of a {placeholder} at s (including braces), 0 if s is not one. */
-static size_t placeholder_len(const char *s)
+size_t hsa_placeholder_len(const char *s)
 {
     if (s[0] != '{' || !(isalpha((unsigned char)s[1]) || s[1] == '_')) return 0;
     size_t i = 2;
@@ -44,7 +46,7 @@ char *hsa_template_keys(const char *tmpl)
     char *keys[64];
     int n = 0;
     for (const char *s = tmpl; *s && n < 64; s++) {
-        size_t l = placeholder_len(s);
+        size_t l = hsa_placeholder_len(s);
         if (!l) continue;
         char *k = xstrndup(s + 1, l - 2);
         int dup = 0;
@@ -65,24 +67,36 @@ char *hsa_template_keys(const char *tmpl)
 }
 
 /* Backtracking match: literals must match exactly, a placeholder takes the
- * shortest text that lets the rest match (a repeated one must repeat). */
+ * shortest text that lets the rest match (a repeated one must repeat).
+ * Literal runs are compared in a loop and a placeholder followed by a
+ * literal only tries the places where that literal occurs: relabelling
+ * matches every hook message of every trajectory. */
 static int match_at(const char *t, const char *s, json_t *vars)
 {
+    size_t l = 0;
+    while (*t && !(*t == '{' && (l = hsa_placeholder_len(t)))) {
+        if (*t != *s) return 0;
+        t++, s++;
+    }
     if (!*t) return !*s;
-    size_t l = placeholder_len(t);
-    if (!l) return *t == *s && match_at(t + 1, s + 1, vars);
     char *key = xstrndup(t + 1, l - 2);
-    const char *known = json_string_value(json_object_get(vars, key));
+    const char *known = json_string_value(json_object_get(vars, key)), *rest = t + l;
     int ok = 0;
     if (known) {
         size_t kl = strlen(known);
-        ok = !strncmp(s, known, kl) && match_at(t + l, s + kl, vars);
+        ok = !strncmp(s, known, kl) && match_at(rest, s + kl, vars);
+    } else if (!*rest) {   /* last in the template: takes the rest of the text */
+        json_object_set_new(vars, key, json_string(s));
+        ok = 1;
     } else {
-        for (size_t n = 0; !ok; n++) {
-            json_object_set_new(vars, key, json_stringn(s, n));
-            ok = match_at(t + l, s + n, vars);
+        /* The next literal character, if the rest starts with one. */
+        char next = *rest == '{' && hsa_placeholder_len(rest) ? 0 : *rest;
+        for (const char *p = s; !ok; p++) {
+            if (next && !(p = strchr(p, next))) break;
+            json_object_set_new(vars, key, json_stringn(s, (size_t)(p - s)));
+            ok = match_at(rest, p, vars);
             if (!ok) json_object_del(vars, key);
-            if (!s[n]) break;
+            if (!*p) break;
         }
     }
     free(key);
@@ -288,14 +302,19 @@ json_t *hsa_name_space(const hsa_vocab *v, const char *kind, const char *functio
     return out;
 }
 
-const char *hsa_paraphrase(const hsa_vocab *v, rng_t *r, const char *section, const char *text)
+const json_t *hsa_paraphrases(const hsa_vocab *v, const char *section, const char *text)
 {
     const json_t *sec;
     if (!strncmp(section, "blocks/", 7))
         sec = json_object_get(json_object_get(v->para, "blocks"), section + 7);
     else
         sec = json_object_get(v->para, section);
-    const json_t *alts = json_object_get(sec, text);
+    return json_object_get(sec, text);
+}
+
+const char *hsa_paraphrase(const hsa_vocab *v, rng_t *r, const char *section, const char *text)
+{
+    const json_t *alts = hsa_paraphrases(v, section, text);
     return alts ? pick(r, alts) : NULL;
 }
 
@@ -383,10 +402,40 @@ static json_t *load_part(const char *dir, const char *file, char **path_out)
     return j;
 }
 
+/* "NAME+BANK.json": the vocabulary NAME with a per-harness bank. */
+static hsa_vocab *load_with_bank(const char *name)
+{
+    const char *plus = strrchr(name, '+');
+    char *base = xstrndup(name, (size_t)(plus - name));
+    hsa_vocab *v = hsa_vocab_load(base);
+    free(base);
+    if (v && hsa_vocab_add_bank(v, plus + 1) < 0) {
+        hsa_vocab_free(v);
+        return NULL;
+    }
+    return v;
+}
+
+/* rewrite.json is optional in a vocabulary directory of one's own. */
+static int load_rewriter(hsa_vocab *v, const char *dir)
+{
+    char *p = xasprintf("%s/rewrite.json", dir);
+    struct stat st;
+    int rc = 0;
+    if (stat(p, &st) == 0) {
+        json_t *j = json_load_path(p);
+        if (!j || !(v->rw = hsa_rewriter_load(j, p))) rc = -1;
+        json_decref(j);
+    }
+    free(p);
+    return rc;
+}
+
 hsa_vocab *hsa_vocab_load(const char *name)
 {
     char *dir = NULL;
     struct stat st;
+    if (strchr(name, '+') && stat(name, &st) != 0) return load_with_bank(name);
     if (strchr(name, '/') || (stat(name, &st) == 0 && S_ISDIR(st.st_mode))) {
         dir = xstrdup(name);
     } else {
@@ -407,6 +456,7 @@ hsa_vocab *hsa_vocab_load(const char *name)
     v->para = load_part(dir, "paraphrases.json", &pp);
     v->hooks = load_part(dir, "hooks.json", &ph);
     int bad = !v->names || !v->para || !v->hooks;
+    if (!bad) bad = load_rewriter(v, dir) < 0;
     if (!bad) {
         bad |= check_words(v->names, pn, "names");
         const char *k;
@@ -432,11 +482,45 @@ void hsa_vocab_free(hsa_vocab *v)
     json_decref(v->names);
     json_decref(v->para);
     json_decref(v->hooks);
+    hsa_rewriter_free(v->rw);
+    json_decref(v->bank);
     free(v->name);
     free(v);
 }
 
 const char *hsa_vocab_name(const hsa_vocab *v) { return v->name; }
+
+const hsa_rewriter *hsa_vocab_rewriter(const hsa_vocab *v) { return v->rw; }
+
+const char *hsa_vocab_split(const hsa_vocab *v)
+{
+    if (v->rw) return hsa_rewriter_split(v->rw);
+    return strstr(v->name, "heldout") ? "heldout" : "train";
+}
+
+int hsa_vocab_add_bank(hsa_vocab *v, const char *path)
+{
+    json_t *b = hsa_bank_load(path);
+    if (!b) return -1;
+    if (!v->bank) v->bank = json_object();
+    const char *hash;
+    json_t *e;
+    json_object_foreach(json_object_get(b, "texts"), hash, e) {
+        json_t *alts = json_object_get(e, hsa_vocab_split(v));
+        if (json_array_size(alts)) json_object_set(v->bank, hash, alts);
+    }
+    json_decref(b);
+    return 0;
+}
+
+const json_t *hsa_vocab_bank(const hsa_vocab *v, const char *text)
+{
+    if (!v->bank) return NULL;
+    char *h = hsa_text_hash(text);
+    const json_t *alts = json_object_get(v->bank, h);
+    free(h);
+    return alts;
+}
 
 const json_t *hsa_vocab_json(const hsa_vocab *v, const char *file)
 {
