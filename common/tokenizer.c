@@ -371,6 +371,10 @@ tokenizer *tok_from_json(const json_t *root, char **err)
     }
     tok_lists l = { 0 };
     size_t nv = json_object_size(vocab), nm = json_array_size(merges), room = 1;
+    if (nm > TOK_MAX_MERGES) {       /* before anything is sized by it */
+        *err = tok_errf("%zu merges; at most %d are accepted", nm, TOK_MAX_MERGES);
+        return NULL;
+    }
     for (size_t i = 0; i < nm; i++) room += strlen(json_string_value(json_array_get(merges, i)) ?: "") + 1;
     l.tok = xcalloc(nv + 1, sizeof *l.tok);
     l.id = xcalloc(nv + 1, sizeof *l.id);
