@@ -61,9 +61,11 @@ same "same seed same variants" "$T/a.jsonl" "$T/b.jsonl"
 hsa-augment --harness "$FR" --harness-only -k 5 --seed 10 >"$T/c.jsonl"
 if cmp -s "$T/a.jsonl" "$T/c.jsonl"; then flunk "other seed other variants"; else pass "other seed other variants"; fi
 
-# A dimension with nothing to do says so: one block, no params, a text
-# with nothing to reword.
-harness-pack "$FR" | jq '.system_prompt.blocks = [{id: "persona", text: "{shop}"}]' >"$T/np.json"
+# A dimension with nothing to do says so: one block, no numeric params, a
+# text with nothing to reword (a harness lint accepts: every program lints).
+harness-pack "$FR" | jq '.system_prompt.blocks = [{id: "persona", text: "{shop}", params: {shop: {value: "Pinecrest"}}}]
+    | del(.hooks.reply_format.max_chars_param, .hooks.reply_format.max_emoji_param)' >"$T/np.json"
+ok "the no-op harness passes lint" harness-lint "$T/np.json"
 ok "no-op dimension runs" hsa-augment --harness "$T/np.json" --harness-only --dims prompt --p 1 --stats "$T/np.stats"
 has "no-op dimension warned" "$T/.err" "warning: dimension prompt applied no operation"
 has "unrewritable text warned" "$T/.err" 'warning: 1 of 1 texts drawn for rewriting have no rewrite .*"\{shop\}"'
