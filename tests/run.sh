@@ -83,6 +83,9 @@ done <"$RUN_OUT/list"
 rm -rf "$RUN_OUT/tmp" "$RUN_OUT"/*.result "$RUN_OUT"/*.report "$RUN_OUT/list"
 if [ "$fail" -eq 0 ]; then rm -rf "$RUN_OUT"
 else echo "logs of the failed tests: $RUN_OUT"; fi
-# Skipped checks (a peer that is not installed) are neither passed nor failed.
-echo "$pass passed, $fail failed$(skipped "$skip")"
+# Skipped checks (a peer that is not installed) are neither passed nor
+# failed; their count comes on the line before, so the last line keeps
+# its one form, "N passed, N failed".
+[ "$skip" -gt 0 ] && echo "$skip skipped (a peer is not installed: the lines \"skip - NAME\" above say which)"
+echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

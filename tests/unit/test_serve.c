@@ -404,14 +404,24 @@ static model *nul_model(const tokenizer *t, int nul_id)
     return m;
 }
 
-static void test_nul_token(void)
+/* The small byte-level tokenizer committed for the fuzzers. */
+static tokenizer *small_tokenizer(void)
 {
     char *p = xasprintf("%s/tests/fuzz/tokenizer.json", getenv("HAT_TOP") ? getenv("HAT_TOP") : ".");
     char *err = NULL;
     tokenizer *t = tok_load(p, &err);
+    if (!t) fprintf(stderr, "  %s: %s\n", p, err);
     free(p);
+    free(err);
+    return t;
+}
+
+static void test_nul_token(void)
+{
+    tokenizer *t = small_tokenizer();
+    char *err = NULL;
     CHECK(t != NULL);
-    if (!t) { free(err); return; }
+    if (!t) return;
     int nul = tok_token_id(t, "\xC4\x80");          /* "Ā": the byte-level form of 0x00 */
     CHECK(nul >= 0);
     model *m = nul_model(t, nul);
@@ -518,12 +528,10 @@ static double median(double *v, int n)
  * loaded test machine).  The figures go to the log. */
 static void test_slowloris(void)
 {
-    char *p = xasprintf("%s/tests/fuzz/tokenizer.json", getenv("HAT_TOP") ? getenv("HAT_TOP") : ".");
+    tokenizer *t = small_tokenizer();
     char *err = NULL;
-    tokenizer *t = tok_load(p, &err);
-    free(p);
     CHECK(t != NULL);
-    if (!t) { free(err); return; }
+    if (!t) return;
     model *m = nul_model(t, tok_token_id(t, "\xC4\x80"));
     serve_config c = { 0 };
     c.m = m; c.t = t; c.w = W; c.slots = 4; c.queue_max = 64; c.limits = L; c.seed = 1;
