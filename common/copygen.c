@@ -298,13 +298,31 @@ static void add_call(rng_t *r, const copy_gen *g, json_t *msgs, int turns, size_
     }
 }
 
+/* A list of 3 to 8 names, nicknames, values and codes, said back in order:
+ * every answer token but the first is a pure copy (what an induction head
+ * does), the densest copy signal of the three kinds. */
 static void add_repeat(rng_t *r, const copy_gen *g, json_t *msgs, int turns)
 {
+    json_t *attrs = json_object_get(g->copy, "attributes");
     for (int t = 0; t < turns; t++) {
-        char *name = rng_chance(r, 0.5) ? product_name(r, g) : nickname(r, g);
-        json_array_append_new(msgs, msg("user", fill(pick_key(r, g->copy, "repeat_ask"), name, "", "")));
-        json_array_append_new(msgs, msg("assistant", fill(pick_key(r, g->copy, "repeat_answer"), name, "", "")));
-        free(name);
+        sbuf list;
+        sbuf_init(&list);
+        size_t n = 3 + rng_below(r, 6);
+        for (size_t i = 0; i < n; i++) {
+            char *w;
+            switch (rng_below(r, 3)) {
+            case 0: w = product_name(r, g); break;
+            case 1: w = nickname(r, g); break;
+            default:
+                w = value(r, g, json_string_value(json_object_get(
+                                    json_array_get(attrs, rng_below(r, json_array_size(attrs))), "kind")));
+            }
+            sbuf_printf(&list, "%s%s", i ? ", " : "", w);
+            free(w);
+        }
+        json_array_append_new(msgs, msg("user", fill(pick_key(r, g->copy, "repeat_ask"), list.s, "", "")));
+        json_array_append_new(msgs, msg("assistant", fill(pick_key(r, g->copy, "repeat_answer"), list.s, "", "")));
+        sbuf_free(&list);
     }
 }
 
@@ -316,7 +334,7 @@ json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns)
     if (nattr > 8) nattr = 8;
     json_t *msgs = json_array();
     double u = rng_uniform(&r);
-    const char *kind = u < 0.45 ? "lookup" : u < 0.9 ? "call" : "repeat";
+    const char *kind = u < 0.35 ? "lookup" : u < 0.7 ? "call" : "repeat";
     if (!strcmp(kind, "lookup")) add_lookup(&r, g, msgs, turns, nattr);
     else if (!strcmp(kind, "call")) add_call(&r, g, msgs, turns, nattr);
     else add_repeat(&r, g, msgs, turns);

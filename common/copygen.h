@@ -14,7 +14,7 @@
  *   call    a viewer question; the assistant calls a tool with the product
  *           name copied from the question, the tool returns a JSON record,
  *           the answer copies the asked field out of it;
- *   repeat  copy a name verbatim.
+ *   repeat  say a list of names, nicknames and values back in order.
  * Record i depends only on (seed, i). */
 #ifndef HAT_COPYGEN_H
 #define HAT_COPYGEN_H
