@@ -12,13 +12,17 @@
 #          (x-function), as text, case-insensitively: the product name,
 #          variant, region, order number, height and weight copied from the
 #          viewer's message.
+# and two checks of form alone, which a model learns first:
+#   formed the first assistant turn parsed and calls only tools the harness
+#          has (the skill loader included);
+#   named  the first skill it loads is one of the harness's skills.
 # Names are read through each conversation's own inline harness, so a
 # renamed skill or tool counts by its function.
 #
 #   jq -n -c -f opening.jq --slurpfile ref TEACHER.jsonl < TRAJ.jsonl
 #
-# One line per conversation: {id, task_id, intent, skill, tool, args, ok};
-# with --arg summary 1, one line of counts {n, skill, tool, args, ok}.
+# One line per conversation: {id, task_id, intent, formed, named, skill,
+# tool, args, ok}; with --arg summary 1, one line of counts of each.
 
 def norm: tostring | ascii_downcase;
 
@@ -30,7 +34,13 @@ def opening:
   | ($h.skill_loader.argument // "skill") as $sarg
   | [.messages[] | select(.role == "assistant") | (.tool_calls // [])[]
      | {name: .function.name, args: (.function.arguments // {})}] as $calls
-  | {skills: [$calls[] | select(.name == $loader) | .args[$sarg] as $s
+  | ([.messages[] | select(.role == "assistant")][0]) as $first
+  | ([$h.tools[].name, $loader]) as $names
+  | {formed: ($first != null and $first.parse_error == null and ($first.tool_calls // []) != []
+              and all($first.tool_calls[]; .function.name as $n | $names | index([$n]) != null)),
+     named: ([$calls[] | select(.name == $loader)][0] as $l
+             | $l != null and ([$h.skills[] | select(.name == $l.args[$sarg])] != [])),
+     skills: [$calls[] | select(.name == $loader) | .args[$sarg] as $s
               | $h.skills[] | select(.name == $s) | .function],
      call: ([$calls[] | select(.name != $loader)][0] as $c
             | if $c == null then null
@@ -50,8 +60,9 @@ def opening:
       else $o.call != null and $o.call.function == $w.call.function end) as $tool
    | ($tool and ($w.call == null or $o.call.args == $w.call.args)) as $args
    | {id: $c.id, task_id: $c.task_id, intent: $c.meta.intent,
-      skill: $skill, tool: $tool, args: $args, ok: ($skill and $tool and $args)}]
+      formed: $o.formed, named: $o.named, skill: $skill, tool: $tool, args: $args, ok: ($skill and $tool and $args)}]
 | if $ARGS.named.summary then
-    {n: length, skill: map(select(.skill)) | length, tool: map(select(.tool)) | length,
+    {n: length, formed: map(select(.formed)) | length, named: map(select(.named)) | length,
+     skill: map(select(.skill)) | length, tool: map(select(.tool)) | length,
      args: map(select(.args)) | length, ok: map(select(.ok)) | length}
   else .[] end
