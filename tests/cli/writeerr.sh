@@ -34,6 +34,7 @@ args_for() {
     harness-diff)   echo "$EX $T/variant.json" ;;
     harness-lint)   echo "--json $HAT_TOP/tests/fixtures/harness/warn_only.json" ;;
     general-gen)    echo "-n 50" ;;
+    copy-gen)       echo "-n 500" ;;
     tok-train)      echo "-n 300 $T/text.jsonl" ;;
     tok-encode)     echo "--tokenizer $TOK $T/text.jsonl" ;;
     tok-decode)     echo "--tokenizer $TOK $T/ids.jsonl" ;;

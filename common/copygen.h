@@ -1,0 +1,35 @@
+/* copygen.h — copy and look-up pre-training records for copy-gen: chats
+ * whose answers can only be produced by reading them from the context.
+ *
+ * A model trained from nothing on the agent task alone memorises the few
+ * names and numbers it sees most (README, Results): it has never had to
+ * copy.  These records teach that first.  Every record draws fresh product
+ * names, nicknames and values (data/copy/copy.json for the surface, the
+ * brands and items of data/world/categories.json and the nickname parts of
+ * data/world/nicknames.json), so nothing in an answer is worth
+ * memorising:
+ *   lookup  a product list with prices, stock, shipping days and coupon
+ *           codes, then viewer questions; each answer addresses the viewer
+ *           and copies one field of one listed product;
+ *   call    a viewer question; the assistant calls a tool with the product
+ *           name copied from the question, the tool returns a JSON record,
+ *           the answer copies the asked field out of it;
+ *   repeat  say a list of names, nicknames and values back in order.
+ * Record i depends only on (seed, i). */
+#ifndef HAT_COPYGEN_H
+#define HAT_COPYGEN_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+typedef struct copy_gen copy_gen;
+
+/* Load the data files (dir NULL = hat_data_path).  NULL with *err
+ * (malloc'd) naming the file on failure. */
+copy_gen *copy_load(const char *dir, char **err);
+void      copy_free(copy_gen *g);
+
+/* Record index: {"id","kind","messages":[...]} with `turns` questions. */
+json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns);
+
+#endif

@@ -1,0 +1,50 @@
+# copy.sh — copy-gen: determinism, the prefix property, and the one thing
+# the records are for: every name and number an answer gives is in its
+# context already (so it can be copied and never needs memorising), and
+# names do not repeat across records (so they cannot be memorised).
+. "$HAT_TOP/tests/cli/lib.sh"
+T=$(mktmp)
+
+ok "copy-gen runs" copy-gen -n 400 --seed 5 -o "$T/c.jsonl"
+copy-gen -n 400 --seed 5 > "$T/c2.jsonl"
+same "copy-gen is deterministic" "$T/c.jsonl" "$T/c2.jsonl"
+copy-gen -n 100 --seed 5 > "$T/c3.jsonl"
+head -n 100 "$T/c.jsonl" > "$T/c4.jsonl"
+same "record i depends only on (seed, i)" "$T/c3.jsonl" "$T/c4.jsonl"
+copy-gen -n 100 --seed 6 > "$T/c5.jsonl"
+if cmp -s "$T/c3.jsonl" "$T/c5.jsonl"; then flunk "another seed, other records"; else pass "another seed, other records"; fi
+kinds=$(jq -r .kind "$T/c.jsonl" | sort -u | tr '\n' ' ')
+[ "$kinds" = "call lookup repeat " ] && pass "three kinds" || flunk "three kinds" "$kinds"
+t=$(jq '[.messages[] | select(.role == "user")] | length' "$T/c.jsonl" | sort -u | tr '\n' ' ')
+[ "$t" = "3 " ] && pass "--turns 3 by default" || flunk "--turns 3 by default" "$t"
+copy-gen -n 20 --turns 5 | jq '[.messages[] | select(.role == "user")] | length' | sort -u > "$T/t5"
+[ "$(cat "$T/t5")" = 5 ] && pass "--turns 5" || flunk "--turns 5" "$(cat "$T/t5")"
+
+# Every word of an answer that holds a digit or a capital, and every tool
+# argument, occurs in the messages before it, apart from the answer
+# templates' own words.
+jq -r '.messages as $m | range(0; $m | length) as $i | $m[$i] | select(.role == "assistant")
+       | ([$m[:$i][] | .content] | join(" ")) as $ctx
+       | ((.content | split(" ") | map(select(test("[0-9A-Z]")) | sub("[.?:]$"; "") | sub("^[@¥]"; "")))
+          + [(.tool_calls // [])[] | .function.arguments[]])[]
+       | select(. as $w | $ctx | contains($w) | not)' "$T/c.jsonl" > "$T/missing"
+[ ! -s "$T/missing" ] && pass "answers copy from their context" || flunk "answers copy from their context" "$(head -3 "$T/missing")"
+
+# A name the answers give is in the context of few records: with 400
+# records and fresh names, almost every product is in one record only.
+jq -r '[.messages[] | select(.role == "assistant") | (.tool_calls // [])[] | .function.arguments[]] | unique[]' "$T/c.jsonl" |
+    sort | uniq -c | awk '$1 > 1 { r++ } END { print r + 0, NR }' > "$T/rep"
+read rep all < "$T/rep"
+[ "$all" -gt 300 ] && [ $((rep * 20)) -lt "$all" ] && pass "tool arguments rarely repeat" || flunk "tool arguments rarely repeat" "$rep of $all"
+
+fails "-n -1 is a usage error" 2 copy-gen -n -1
+fails "--turns 0 is a usage error" 2 copy-gen --turns 0
+fails "unknown option" 2 copy-gen --bogus
+fails "a stray argument" 2 copy-gen extra
+ok "copy-gen --help" copy-gen --help
+has "usage on --help" "$T/.out" "^usage: copy-gen"
+mkdir -p "$T/data/copy"
+echo '{"syllables": []}' > "$T/data/copy/copy.json"
+HAT_DATA="$T/data" copy-gen -n 1 > /dev/null 2> "$T/err"; rc=$?
+[ "$rc" = 1 ] && pass "a bad data file fails" || flunk "a bad data file fails" "exit $rc"
+has "the message names the file and the key" "$T/err" "copy/copy.json.*syllables"

@@ -1,0 +1,90 @@
+# learn.sh — the learning test: a short SFT run from nothing must make a
+# stated share of the teacher's opening choices on dev requests (the
+# teacher's skill, teacher-forced), so a
+# regression in training (sft-step, the model, the optimiser, the chat
+# template, the tokenizer) or in the data (task-gen, traj-gen, the
+# harness) shows up here.
+#
+# Setting (examples/results/micro-notes.md, "learning test"): the mini
+# harness (tests/fixtures/harness-mini: 4 skills, 3 tools, 3 prompt blocks
+# with params, all hooks), four intents with distinct skills and tools
+# (price, size, order status, greeting), 16 worlds of 40 products, 8 tasks
+# of each intent per world, sessions of 8 requests, a 2 x 128 model with a
+# 1,024-id tokenizer, 120 SFT steps (batch 4, lr 8e-3, warmup 10, cosine).
+# Scored teacher-forced on 24 dev tasks (6 per intent, a world no training
+# task came from) by examples/tools/probe.sh: the text before each choice
+# the teacher made at the opening (the skill it loads, the tool it calls,
+# the tool's first argument), the model's greedy continuation right when
+# it starts with the teacher's text.  The untrained model is the control.
+#
+# Measured (one thread): under tests/run.sh (OPENBLAS_CORETYPE=Haswell)
+# skill 6 of 24, tool 6 of 18, argument 0 of 18, loss 0.695; the same run
+# without the pinned core type: skill 6, tool 10, argument 0, loss 0.702;
+# the untrained model 0, 0, 0 either way; about 160 s of CPU, over the
+# 2-minute target.  A model this small and this short a run chooses by
+# default (6 = always price_promo; 6 of 18 tools is what one constant tool
+# makes) and copies no argument, and whether it beats the default on the
+# tool depends on the BLAS kernel's rounding.  So this is not the learning
+# test issue 21 asks for (the skill and tool chosen by function, valid
+# arguments): no run short enough for `make check` reads the request yet
+# (examples/results/micro-notes.md).  What it does assert can fail: a
+# pipeline that trains nothing, renders or tokenises the turns wrongly,
+# or loses the skill names makes no teacher's choice at all.
+. "$HAT_TOP/tests/cli/lib.sh"
+# Under ASan+UBSan the run takes ten times its ~3 minutes of CPU, and it
+# exercises no code the other tests leave out: skipped there, and said so.
+if [ "${HAT_SAN:-0}" = 1 ]; then
+    skip "learning test" "SAN=1 (the release build runs it)"; exit 0
+fi
+T=$(mktmp)
+X="$HAT_TOP/examples/tools"
+WORLDS=${LEARN_WORLDS:-16}
+STEPS=${LEARN_STEPS:-120}
+# The share asserted (measured: 6).
+MIN_SKILL=3
+
+harness-pack -o "$T/h.json" "$HAT_TOP/tests/fixtures/harness-mini"
+# N tasks of each intent from world-gen seed SEED, the intents interleaved.
+tasks() { # WORLD N SEED
+    k=0
+    for i in price size order_status greeting; do
+        k=$((k + 1))
+        task-gen --world "$1" -n "$2" --intent "$i" --seed $(($3 * 10 + k)) || return 1
+    done | jq -c -s 'group_by(.intent) | transpose | flatten[] | select(. != null)'
+}
+for s in $(seq 1 "$WORLDS"); do
+    world-gen --seed $((100 + s)) --products 40 -o "$T/w.json" &&
+    tasks "$T/w.json" 8 "$s" | traj-gen --world "$T/w.json" --harness "$T/h.json" --seed "$s" || exit 1
+done > "$T/traj.jsonl"
+jq -c -n '[inputs] | _nwise(8) | {id: .[0].id, harness: .[0].harness, messages: (map(.messages) | add)}' \
+    "$T/traj.jsonl" > "$T/sessions.jsonl"
+mkdir -p "$T/dev"
+cp "$T/h.json" "$T/dev/harness.json"
+world-gen --seed 9001 --products 40 -o "$T/dev/world.json"
+tasks "$T/dev/world.json" 6 77 > "$T/dev/tasks.jsonl"
+traj-gen --world "$T/dev/world.json" --harness "$T/h.json" --seed 1 -o "$T/dev/teacher.jsonl" "$T/dev/tasks.jsonl"
+ok "the teacher opens every dev request right" \
+    sh -c "jq -n -c -f '$X/opening.jq' --slurpfile ref '$T/dev/teacher.jsonl' --arg summary 1 < '$T/dev/teacher.jsonl' | jq -e '.ok == 24'"
+
+harness-render "$T/sessions.jsonl" | tok-train -n 1024 -o "$T/tok.json"
+cat > "$T/cfg.json" <<'J'
+{"vocab_size": 1024, "hidden_size": 128, "intermediate_size": 384, "num_hidden_layers": 2,
+ "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64, "rms_norm_eps": 1e-06,
+ "rope_theta": 10000.0, "tie_word_embeddings": false, "max_position_embeddings": 4096}
+J
+model-init --config "$T/cfg.json" --tokenizer "$T/tok.json" --seed 1 -o "$T/init.ckpt"
+
+c=$(sh "$X/probe.sh" "$T/init.ckpt" "$T/tok.json" "$T/dev")
+echo "# learn: untrained: $c"
+[ "$(echo "$c" | jq '.n == 24 and .tools == 18 and .skill + .tool + .arg == 0')" = true ] &&
+    pass "the untrained model makes none of the choices" || flunk "the untrained model makes none of the choices" "$c"
+
+ok "SFT runs" sft-step --init "$T/init.ckpt" --data "$T/sessions.jsonl" --steps "$STEPS" --seq 3072 \
+    --batch 4 --lr 8e-3 --warmup 10 --seed 1 --metrics "$T/m.jsonl" -o "$T/m.ckpt"
+r=$(sh "$X/probe.sh" "$T/m.ckpt" "$T/tok.json" "$T/dev")
+echo "# learn: $STEPS steps, loss $(tail -n 1 "$T/m.jsonl" | jq .loss): $r"
+skill=$(echo "$r" | jq '.skill // 0')
+[ "$(echo "$r" | jq '.n == 24 and .tools == 18')" = true ] && pass "every dev request probed" ||
+    flunk "every dev request probed" "$r"
+[ "$skill" -ge "$MIN_SKILL" ] && pass "at least $MIN_SKILL of 24 dev requests: the teacher's skill" ||
+    flunk "at least $MIN_SKILL of 24 dev requests: the teacher's skill" "$r"
