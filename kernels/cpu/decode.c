@@ -223,24 +223,103 @@ void bf16_pack_rows(uint32_t *dst, const float *src, int OC, int C)
 
 /* ------------------------------------------------------------ attention */
 
+/* The 8 lanes of each of a[0..7] summed, ((l0+l1)+(l2+l3))+((l4+l5)+(l6+l7)),
+ * into lane k of the result for a[k]: 14 shuffles and 7 adds for 8 keys'
+ * dot products, where summing each alone is a serial chain (the old
+ * per-key reduction was two thirds of a rollout's time).  lanes8 below is
+ * the same tree for one vector, so a key's score is the same bits whether
+ * it falls in a block of 8 or in the tail. */
+typedef int v8i __attribute__((vector_size(32)));
+#define PAIR_SUM(a, b, lo, hi) (__builtin_shuffle(a, b, lo) + __builtin_shuffle(a, b, hi))
+
+static inline __attribute__((always_inline)) void sum8x8(float *d, const v8 *a)
+{
+    const v8i e = { 0, 8, 2, 10, 4, 12, 6, 14 }, o = { 1, 9, 3, 11, 5, 13, 7, 15 };
+    const v8i e2 = { 0, 1, 8, 9, 4, 5, 12, 13 }, o2 = { 2, 3, 10, 11, 6, 7, 14, 15 };
+    const v8i e4 = { 0, 1, 2, 3, 8, 9, 10, 11 }, o4 = { 4, 5, 6, 7, 12, 13, 14, 15 };
+    v8 p0 = PAIR_SUM(a[0], a[1], e, o), p1 = PAIR_SUM(a[2], a[3], e, o);
+    v8 p2 = PAIR_SUM(a[4], a[5], e, o), p3 = PAIR_SUM(a[6], a[7], e, o);
+    v8 q0 = PAIR_SUM(p0, p1, e2, o2), q1 = PAIR_SUM(p2, p3, e2, o2);
+    *(v8u *)d = PAIR_SUM(q0, q1, e4, o4);
+}
+
+static inline __attribute__((always_inline)) float lanes8(v8 a)
+{
+    return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+
+/* Scaled scores q.k for keys [0, n) of kv head kh into p[0, n): each an
+ * 8-lane dot product over D (chunks in order), lanes summed as lanes8,
+ * then the D % 8 tail in order. */
+static inline __attribute__((always_inline)) void att_scores(float *p, const float *q, const float *kc, int n, int KV, int kh, int D,
+                              float scale)
+{
+    int D8 = D / 8 * 8, s = 0;
+    size_t ks = (size_t)KV * D;
+    const float *k0 = kc + (size_t)kh * D;
+    for (; s + 8 <= n; s += 8) {
+        v8 acc[8];
+        UNROLL for (int j = 0; j < 8; j++) acc[j] = (v8){ 0 };
+        for (int i = 0; i < D8; i += 8) {
+            v8 qv = *(const v8u *)(q + i);
+            UNROLL for (int j = 0; j < 8; j++) acc[j] += qv * *(const v8u *)(k0 + (s + j) * ks + i);
+        }
+        float d[8];
+        sum8x8(d, acc);
+        for (int j = 0; j < 8; j++) {
+            float t = d[j];
+            for (int i = D8; i < D; i++) t += q[i] * k0[(s + j) * ks + i];
+            p[s + j] = t * scale;
+        }
+    }
+    for (; s < n; s++) {
+        v8 acc = { 0 };
+        for (int i = 0; i < D8; i += 8) acc += *(const v8u *)(q + i) * *(const v8u *)(k0 + s * ks + i);
+        float t = lanes8(acc);
+        for (int i = D8; i < D; i++) t += q[i] * k0[s * ks + i];
+        p[s] = t * scale;
+    }
+}
+
+/* o[0, D) = sum over keys s in order of p[s] * v[s] from 0, each element
+ * its own chain; a block of 64 (or 8) elements stays in registers across
+ * the keys, where adding into o in memory made every key a store-to-load
+ * round trip. */
+static inline __attribute__((always_inline)) void att_values(float *o, const float *p, const float *vc, int n,
+                                                            int KV, int kh, int D)
+{
+    size_t vs = (size_t)KV * D;
+    const float *v0 = vc + (size_t)kh * D;
+    int i = 0;
+    for (; i + 64 <= D; i += 64) {
+        v8 acc[8];
+        UNROLL for (int j = 0; j < 8; j++) acc[j] = (v8){ 0 };
+        for (int s = 0; s < n; s++) {
+            v8 w = (v8){ 0 } + p[s];
+            UNROLL for (int j = 0; j < 8; j++) acc[j] += w * *(const v8u *)(v0 + s * vs + i + 8 * j);
+        }
+        UNROLL for (int j = 0; j < 8; j++) *(v8u *)(o + i + 8 * j) = acc[j];
+    }
+    for (; i + 8 <= D; i += 8) {
+        v8 acc = { 0 };
+        for (int s = 0; s < n; s++) acc += ((v8){ 0 } + p[s]) * *(const v8u *)(v0 + s * vs + i);
+        *(v8u *)(o + i) = acc;
+    }
+    for (; i < D; i++) {
+        float t = 0;
+        for (int s = 0; s < n; s++) t += p[s] * v0[s * vs + i];
+        o[i] = t;
+    }
+}
+
 /* Query heads h0..h0+g-1 of one row, all reading kv head kh of a cache
- * (S, KV, D) rows 0..n-1.  Scores for the g heads are taken together so
- * each key row is loaded once. */
+ * (S, KV, D) rows 0..n-1. */
 HAT_CLONES
 static void att_task(float *out, float *p, const float *q, const float *kc, const float *vc,
                      int n, int g, int KV, int kh, int D, int stride)
 {
     float scale = 1.0f / sqrtf((float)D);
-    for (int s = 0; s < n; s++) {
-        const float *kr = kc + ((size_t)s * KV + kh) * D;
-        for (int h = 0; h < g; h++) {
-            const float *qr = q + (size_t)h * D;
-            float d = 0;
-            #pragma omp simd reduction(+:d)
-            for (int i = 0; i < D; i++) d += qr[i] * kr[i];
-            p[(size_t)h * stride + s] = d * scale;
-        }
-    }
+    for (int h = 0; h < g; h++) att_scores(p + (size_t)h * stride, q + (size_t)h * D, kc, n, KV, kh, D, scale);
     for (int h = 0; h < g; h++) {
         float *ph = p + (size_t)h * stride, mx = -INFINITY, sum = 0;
         for (int s = 0; s < n; s++) mx = ph[s] > mx ? ph[s] : mx;
@@ -249,15 +328,7 @@ static void att_task(float *out, float *p, const float *q, const float *kc, cons
         float inv = 1.0f / sum;
         #pragma omp simd
         for (int s = 0; s < n; s++) ph[s] *= inv;
-        memset(out + (size_t)h * D, 0, sizeof(float) * D);
-    }
-    for (int s = 0; s < n; s++) {
-        const float *vr = vc + ((size_t)s * KV + kh) * D;
-        for (int h = 0; h < g; h++) {
-            float wgt = p[(size_t)h * stride + s], *o = out + (size_t)h * D;
-            #pragma omp simd
-            for (int i = 0; i < D; i++) o[i] += wgt * vr[i];
-        }
+        att_values(out + (size_t)h * D, ph, vc, n, KV, kh, D);
     }
 }
 

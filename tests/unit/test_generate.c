@@ -122,28 +122,37 @@ static void matmul_rows_bf16_matches(void)
 
 /* attention_rows over a cache filled with a whole sequence equals the
  * causal reference, row by row. */
+/* Head sizes that take each path of the kernel: 8-wide chunks only, the
+ * 64-wide value blocks, and both with a scalar tail; context lengths 1..T
+ * cover blocks of 8 keys and the tails. */
 static void attention_rows_matches_reference(void)
 {
     rng_t r;
     rng_seed(&r, 2);
-    int T = 19, H = 4, KV = 2, D = 8;
-    float *q = randv((size_t)T * H * D, &r, -1, 1), *k = randv((size_t)T * KV * D, &r, -1, 1);
-    float *v = randv((size_t)T * KV * D, &r, -1, 1);
-    float *ref = xmalloc((size_t)T * H * D * sizeof(float)), *att = xmalloc((size_t)H * T * T * sizeof(float));
-    attention_forward_ref(ref, att, q, k, v, 1, T, H, KV, D);
-    float *out = xmalloc((size_t)T * H * D * sizeof(float));
-    float *scratch = xmalloc(attention_rows_scratch(T, H, KV) * sizeof(float));
-    float *kc[19], *vc[19];
-    int n[19];
-    for (int t = 0; t < T; t++) { kc[t] = k; vc[t] = v; n[t] = t + 1; }
-    attention_rows(out, scratch, q, kc, vc, n, T, H, KV, D, T);
-    double err = 0;
-    for (int i = 0; i < T * H * D; i++) err = fmax(err, fabs(out[i] - ref[i]));
-    CHECK(err < 1e-5);
-    float one[32];
-    attention_rows(one, scratch, q + 7 * H * D, kc + 7, vc + 7, n + 7, 1, H, KV, D, T);
-    CHECK(same_bits(one, out + 7 * H * D, H * D));
-    free(q); free(k); free(v); free(ref); free(att); free(out); free(scratch);
+    int T = 21, H = 4, KV = 2, Ds[] = { 8, 64, 76, 5 };
+    for (size_t c = 0; c < sizeof Ds / sizeof *Ds; c++) {
+        int D = Ds[c];
+        float *q = randv((size_t)T * H * D, &r, -1, 1), *k = randv((size_t)T * KV * D, &r, -1, 1);
+        float *v = randv((size_t)T * KV * D, &r, -1, 1);
+        float *ref = xmalloc((size_t)T * H * D * sizeof(float)), *att = xmalloc((size_t)H * T * T * sizeof(float));
+        attention_forward_ref(ref, att, q, k, v, 1, T, H, KV, D);
+        float *out = xmalloc((size_t)T * H * D * sizeof(float)), *one = xmalloc((size_t)H * D * sizeof(float));
+        float *scratch = xmalloc(attention_rows_scratch(T, H, KV) * sizeof(float));
+        float *kc[21], *vc[21];
+        int n[21];
+        for (int t = 0; t < T; t++) { kc[t] = k; vc[t] = v; n[t] = t + 1; }
+        attention_rows(out, scratch, q, kc, vc, n, T, H, KV, D, T);
+        double err = 0;
+        for (int i = 0; i < T * H * D; i++) err = fmax(err, fabs(out[i] - ref[i]));
+        CHECK(err < 1e-5);
+        int ok = 1;
+        for (int t = 0; t < T; t++) {          /* each row alone: the same bits */
+            attention_rows(one, scratch, q + (size_t)t * H * D, kc + t, vc + t, n + t, 1, H, KV, D, T);
+            ok &= same_bits(one, out + (size_t)t * H * D, (size_t)H * D);
+        }
+        CHECK(ok);
+        free(q); free(k); free(v); free(ref); free(att); free(out); free(one); free(scratch);
+    }
 }
 
 /* ---- models ------------------------------------------------------------------------------- */
