@@ -116,22 +116,12 @@ if [ -f tests/gpu/programs.sh ]; then
 fi
 
 # --- benchmark: the largest bench config, a bigger synthetic one, decoding
-cfg=""
-for f in "$top/tests/fixtures/bench/configs.json"; do
-    [ -f "$f" ] || continue
-    cfg=$(python3 -c '
+cfg=$(python3 -c '
 import json, sys
 c = [x for x in json.load(open(sys.argv[1]))["configs"] if x["name"] == "small"][0]
 print("%d,%d,%d,%d,%d,%d,%d" % (c["vocab_size"], c["hidden_size"], c["intermediate_size"],
       c["num_hidden_layers"], c["num_attention_heads"], c["num_key_value_heads"], c["head_dim"]),
-      "%d,%d" % (c["B"], c["T"]))' "$f") && break
-done
-if [ -z "$cfg" ]; then
-    # ../shared does not travel to a device machine: the 'small' entry of
-    # ../shared/bench/configs.json as it was when this script was written.
-    cfg="8192,512,1536,8,8,4,64 4,512"
-    echo '{"check":"config","small":"built-in copy (configs.json not found)"}'
-fi
+      "%d,%d" % (c["B"], c["T"]))' "$top/tests/fixtures/bench/configs.json")
 small_model=${cfg% *}
 small_bt=${cfg#* }
 run timeout 240 build/rel/gpu/bench --matmul \
