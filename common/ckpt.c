@@ -764,10 +764,10 @@ int ckpt_tokenizer(const ckpt *c, const char *ckpath, const char *tpath, int req
                   "or model-init --tokenizer)");
         return -1;
     } else {
-        json_t *j = json_parse_named(c->tokenizer, c->tokenizer_len, ckpath);
-        *out = j ? tok_from_json(j, &err) : NULL;
-        if (j && !*out) hat_errat(ckpath, 0, "tokenizer.json: %s", err);
-        json_decref(j);
+        /* the bundled text straight to the tokenizer: the vocabulary and
+         * merges are read without a jansson tree (tok_from_text) */
+        *out = tok_from_text(c->tokenizer, c->tokenizer_len, &err);
+        if (!*out) hat_errat(ckpath, 0, "tokenizer.json: %s", err);
     }
     free(err);
     return *out ? 0 : -1;
