@@ -343,3 +343,24 @@ json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns)
     free(id);
     return rec;
 }
+
+json_t *copy_make_ids(const int *ids, size_t nids, int min_len, int max_len, uint64_t seed,
+                      long index)
+{
+    rng_t r;
+    rng_derive(&r, seed, (uint64_t)index);
+    int len = min_len + (int)rng_below(&r, (uint64_t)(max_len - min_len + 1));
+    json_t *a = json_array(), *m = json_array();
+    int *run = xmalloc((size_t)len * sizeof *run);
+    for (int i = 0; i < len; i++) run[i] = ids[rng_below(&r, nids)];
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < len; i++) {
+            json_array_append_new(a, json_integer(run[i]));
+            json_array_append_new(m, json_integer(pass == 1 && i > 0));
+        }
+    free(run);
+    char *id = xasprintf("copy-%06ld", index);
+    json_t *rec = json_pack("{s:s, s:s, s:o, s:o}", "id", id, "kind", "induction", "ids", a, "mask", m);
+    free(id);
+    return rec;
+}

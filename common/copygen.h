@@ -32,4 +32,14 @@ void      copy_free(copy_gen *g);
 /* Record index: {"id","kind","messages":[...]} with `turns` questions. */
 json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns);
 
+/* The induction curriculum (copy-gen --ids): record index is a run of
+ * min_len..max_len token ids drawn uniformly from `ids` (a tokenizer's
+ * ordinary ids, no special ones) followed by the same run again,
+ * {"id","kind":"induction","ids":[...],"mask":[...]}, mask 1 on every id
+ * of the repeat but its first.  Only an induction head (find the earlier
+ * occurrence of the current id, say what followed it) lowers that loss,
+ * and because the run's length varies no fixed-offset attention can. */
+json_t *copy_make_ids(const int *ids, size_t nids, int min_len, int max_len, uint64_t seed,
+                      long index);
+
 #endif

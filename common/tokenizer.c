@@ -656,6 +656,13 @@ int tok_is_special(const tokenizer *t, int id)
     return id >= 0 && id < t->vocab_size && t->special[id];
 }
 
+int tok_is_added(const tokenizer *t, int id)
+{
+    for (int i = 0; i < t->pipe.nadded; i++)
+        if (t->pipe.added[i].id == id) return 1;
+    return 0;
+}
+
 void tok_ids_push(tok_ids *a, int id)
 {
     if (a->n == a->cap) {

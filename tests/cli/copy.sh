@@ -48,3 +48,25 @@ echo '{"syllables": []}' > "$T/data/copy/copy.json"
 HAT_DATA="$T/data" copy-gen -n 1 > /dev/null 2> "$T/err"; rc=$?
 [ "$rc" = 1 ] && pass "a bad data file fails" || flunk "a bad data file fails" "exit $rc"
 has "the message names the file and the key" "$T/err" "copy/copy.json.*syllables"
+
+# --ids: the induction curriculum.  Each record is a run of ordinary ids
+# and the same run again; the mask marks the repeat but its first id (the
+# only ids a model can know from the context); no id is an added token;
+# run lengths vary over [--min-len, --max-len] (a fixed length would let a
+# fixed-offset attention copy without an induction head).
+Q="$HAT_TOP/tests/fixtures/conformance/tokenizer/qwen3/tokenizer.json"
+need "$Q"
+ok "copy-gen --ids runs" copy-gen --ids --tokenizer "$Q" -n 300 --min-len 3 --max-len 9 --seed 4 -o "$T/i.jsonl"
+copy-gen --ids --tokenizer "$Q" -n 300 --min-len 3 --max-len 9 --seed 4 > "$T/i2.jsonl"
+same "--ids is deterministic" "$T/i.jsonl" "$T/i2.jsonl"
+jq -e -s 'all(.[]; .kind == "induction" and (.ids | length) as $n | ($n % 2 == 0) and
+                   .ids[:$n/2] == .ids[$n/2:] and .mask == [range($n) | if . > $n/2 then 1 else 0 end])' \
+    "$T/i.jsonl" > /dev/null && pass "a run, its repeat, the mask on the repeat" || flunk "a run, its repeat, the mask on the repeat"
+l=$(jq '.ids | length / 2' "$T/i.jsonl" | sort -n -u | tr '\n' ' ')
+[ "$l" = "3 4 5 6 7 8 9 " ] && pass "run lengths cover --min-len..--max-len" || flunk "run lengths cover --min-len..--max-len" "$l"
+jq '.added_tokens[].id' "$Q" | sort -u > "$T/added"
+jq '.ids[]' "$T/i.jsonl" | sort -u | comm -12 - "$T/added" > "$T/hit"
+[ ! -s "$T/hit" ] && pass "no added token in a run" || flunk "no added token in a run" "$(head -3 "$T/hit")"
+fails "--ids needs --tokenizer" 2 copy-gen --ids
+fails "--min-len above --max-len" 2 copy-gen --ids --tokenizer "$Q" --min-len 9 --max-len 3
+fails "a missing tokenizer fails" 1 copy-gen --ids --tokenizer "$T/none.json"
