@@ -10,6 +10,7 @@
 #include "hsa.h"
 #include "harness.h"
 #include "jsonl.h"
+#include "traj_write.h"
 #include "util.h"
 
 #include <omp.h>
@@ -283,9 +284,10 @@ char *hsa_replace_word(const char *s, const char *from, const char *to)
  * from one batch to the next: the rewriter's analysis of a harness's
  * texts is made once per thread, not once per batch. */
 struct hsa_batch {
-    hsa_cache **caches;
-    int         n;
-    hsa_stats   sum;
+    hsa_cache   **caches;
+    traj_writer **writers;   /* per thread: a variant's line without jansson's slow dump */
+    int           n;
+    hsa_stats     sum;
 };
 
 hsa_batch *hsa_batch_new(void)
@@ -293,14 +295,19 @@ hsa_batch *hsa_batch_new(void)
     hsa_batch *b = xcalloc(1, sizeof *b);
     b->n = omp_get_max_threads();
     b->caches = xcalloc((size_t)b->n, sizeof *b->caches);
+    b->writers = xcalloc((size_t)b->n, sizeof *b->writers);
     return b;
 }
 
 void hsa_batch_free(hsa_batch *b)
 {
     if (!b) return;
-    for (int i = 0; i < b->n; i++) hsa_cache_free(b->caches[i]);
+    for (int i = 0; i < b->n; i++) {
+        hsa_cache_free(b->caches[i]);
+        traj_writer_free(b->writers[i]);
+    }
     free(b->caches);
+    free(b->writers);
     hsa_stats_free(&b->sum);
     free(b);
 }
@@ -323,12 +330,18 @@ void hsa_augment_batch(hsa_batch *bt, const hsa_vocab *v, const hsa_opts *o,
     {
         int t = omp_get_thread_num();
         hsa_cache *cache;
+        traj_writer *w;
         if (t < bt->n) {
             if (!bt->caches[t]) bt->caches[t] = hsa_cache_new();
+            if (!bt->writers[t]) bt->writers[t] = traj_writer_new();
             cache = bt->caches[t];
+            w = bt->writers[t];
         } else {
             cache = NULL;   /* more threads than at hsa_batch_new: no cache */
+            w = NULL;
         }
+        sbuf line;
+        sbuf_init(&line);
         #pragma omp for schedule(dynamic, 4)
         for (size_t j = 0; j < n; j++) {
             errs[j] = NULL;
@@ -336,11 +349,20 @@ void hsa_augment_batch(hsa_batch *bt, const hsa_vocab *v, const hsa_opts *o,
                 const char *err = NULL;
                 json_t *r = hsa_augment_record(cache, v, o, recs ? recs[j] : NULL, deflt, seed,
                                                (first + j) * (uint64_t)K + (uint64_t)k, k, &err);
-                lines[j * (size_t)K + k] = r ? json_dumps(r, HAT_JSON_FLAGS) : NULL;
+                char *text = NULL;
+                if (r && w) {   /* the bytes json_dumps would make, faster */
+                    sbuf_reset(&line);   /* kept at its size from line to line */
+                    traj_writer_json(w, &line, r);
+                    text = xstrndup(line.s, line.len);
+                } else if (r) {
+                    text = json_dumps(r, HAT_JSON_FLAGS);
+                }
+                lines[j * (size_t)K + k] = text;
                 json_decref(r);
                 if (err) errs[j] = err;
             }
         }
+        sbuf_free(&line);
     }
 }
 
