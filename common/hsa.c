@@ -55,15 +55,17 @@ int hsa_opts_dims(hsa_opts *o, const char *list, double p, const char **bad)
 
 void hsa_op(hsa_ctx *c, int dim, const char *op, ...)
 {
+    /* Keys, dimension and operation names are ASCII literals: no UTF-8
+     * check (a variant records ~130 operations at p=1). */
     json_t *o = json_object();
-    json_object_set_new(o, "dim", json_string(hsa_dim_names[dim]));
-    json_object_set_new(o, "op", json_string(op));
+    json_object_set_new_nocheck(o, "dim", json_string_nocheck(hsa_dim_names[dim]));
+    json_object_set_new_nocheck(o, "op", json_string_nocheck(op));
     va_list ap;
     va_start(ap, op);
     const char *k;
     while ((k = va_arg(ap, const char *))) {
         json_t *val = va_arg(ap, json_t *);
-        json_object_set_new(o, k, val ? val : json_null());
+        json_object_set_new_nocheck(o, k, val ? val : json_null());
     }
     va_end(ap);
     json_array_append_new(c->ops, o);
