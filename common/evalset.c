@@ -192,6 +192,18 @@ void evalset_free(evalset *e)
     free(e);
 }
 
+int evalset_add_bank(evalset *e, const char *path)
+{
+    if (hsa_vocab_add_bank(e->hv, path) < 0) return -1;
+    size_t total, covered = hsa_vocab_bank_coverage(e->hv, e->h, &total);
+    if (!covered) {
+        hat_errat(path, 0, "no %s alternative for any of the harness's %zu texts "
+                  "(a bank for another harness?)", hsa_vocab_split(e->hv), total);
+        return -1;
+    }
+    return 0;
+}
+
 long evalset_default_size(const evalset *e, int set)
 {
     if (set == EVAL_IFEVAL && e->ifeval_in) return (long)json_array_size(e->ifeval_in);
