@@ -95,7 +95,7 @@ static json_t *augment(const hsa_vocab *v, const hsa_opts *o, rng_t *r, const js
                        const char **invalid, json_t *acache, hsa_stats *stats)
 {
     hsa_ctx c = {
-        .v = v, .o = o, .r = r, .h = json_deep_copy(h), .ops = ops, .need = need,
+        .v = v, .o = o, .r = r, .h = json_copy_containers(h), .ops = ops, .need = need,
         .skill_map = json_object(),
         .acache = acache ? json_incref(acache) : json_object(),
         .stats = stats,
@@ -212,7 +212,7 @@ json_t *hsa_augment_record(hsa_cache *cache, const hsa_vocab *v, const hsa_opts 
         if (need.final_over) invalid = "the final reply already breaks the harness's limits";
     }
     json_t *ops = json_array(), *map = NULL, *newh;
-    if (keep) newh = json_deep_copy(oldh);
+    if (keep) newh = json_copy_containers(oldh);
     else {
         const char *inv2 = NULL;
         newh = augment(v, o, &r, oldh, np, ops, &map, &inv2, cache ? cache->acache : NULL,
@@ -222,7 +222,7 @@ json_t *hsa_augment_record(hsa_cache *cache, const hsa_vocab *v, const hsa_opts 
     if (cache && !keep) hsa_stats_count_ops(&cache->stats, ops);   /* --mix originals are no variants */
     json_t *newmsgs = NULL;
     if (rec) {
-        newmsgs = json_deep_copy(msgs);
+        newmsgs = json_copy_containers(msgs);   /* relabelled in place: containers only */
         const char *why = NULL;
         if (!keep && hsa_relabel(newmsgs, oldh, newh, map, &why) < 0 && !invalid) invalid = why;
         hsa_needs_free(&need);
