@@ -163,9 +163,9 @@ static json_t *make_meta(const json_t *old, json_t *ops, const hsa_vocab *v,
     json_object_set_new(m, "hsa", all);
     json_object_set_new(m, "hsa_seed", json_integer((json_int_t)seed));
     json_object_set_new(m, "hsa_stream", json_integer((json_int_t)stream));
-    json_object_set_new(m, "hsa_vocab", json_string(hsa_vocab_name(v)));
+    json_object_set_new(m, "hsa_vocab", json_str(hsa_vocab_name(v)));
     json_object_set_new(m, "hsa_valid", json_boolean(!invalid));
-    if (invalid) json_object_set_new(m, "hsa_reason", json_string(invalid));
+    if (invalid) json_object_set_new(m, "hsa_reason", json_str(invalid));
     else json_object_del(m, "hsa_reason");
     return m;
 }

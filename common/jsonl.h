@@ -118,6 +118,11 @@ char *json_compact(const json_t *v);
  * shared string keeps the address traj_writer caches its text by. */
 json_t *json_copy_containers(const json_t *v);
 
+/* json_string(s) (NULL for NULL or invalid UTF-8), without jansson's
+ * byte-by-byte UTF-8 walk when s is ASCII: HSA makes hundreds of strings
+ * per variant. */
+json_t *json_str(const char *s);
+
 /* Write a whole file atomically (temp + fsync + rename).  0 or -1. */
 int write_file_atomic(const char *path, const void *data, size_t len);
 
