@@ -11,8 +11,8 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: evalset --world FILE --harness H [--sets LIST] [-n N] [--ifeval-input FILE]\n"
-    "               [--seed N] [-o FILE]\n"
+    "usage: evalset --world FILE --harness H [--sets LIST] [-n N] [--bank FILE]\n"
+    "               [--ifeval-input FILE] [--seed N] [-o FILE]\n"
     "Write the evaluation cases (man 5 cases.jsonl), from eval splits only:\n"
     "  live     Live-Stream QA: held-out products and phrasings, production harness (2000)\n"
     "  variant  Harness-Variant QA: held-out HSA vocabulary, unseen combinations (1000)\n"
@@ -23,11 +23,13 @@ static const char usage[] =
     "  --harness H          the production harness (directory, tar or compiled JSON)\n"
     "  --sets LIST          comma-separated sets (default all)\n"
     "  -n N                 about N cases in all, in the default proportions\n"
+    "  --bank FILE          a rewrite bank for H from hsa-bank: its held-out\n"
+    "                       alternatives reword the variant cases\n"
     "  --ifeval-input FILE  the original IFEval input_data.jsonl for the ifeval set\n"
     "  --seed N             seed (default 1); the same seed gives the same bytes\n"
     "  -o FILE              the cases (default stdout; written atomically)\n";
 
-enum { O_WORLD = 1, O_HARNESS, O_SETS, O_IFEVAL };
+enum { O_WORLD = 1, O_HARNESS, O_SETS, O_IFEVAL, O_BANK };
 
 static int emit(void *arg, json_t *c) { return out_json(arg, c); }
 
@@ -36,10 +38,11 @@ int main(int argc, char **argv)
     static const struct option longs[] = {
         { "world", required_argument, NULL, O_WORLD }, { "harness", required_argument, NULL, O_HARNESS },
         { "sets", required_argument, NULL, O_SETS }, { "ifeval-input", required_argument, NULL, O_IFEVAL },
+        { "bank", required_argument, NULL, O_BANK },
         { 0, 0, 0, 0 } };
     cli_spec spec = { usage, "n:H:", longs };
     cli_common c = { 0 };
-    const char *wpath = NULL, *hpath = NULL, *ipath = NULL;
+    const char *wpath = NULL, *hpath = NULL, *ipath = NULL, *bank = NULL;
     int mask = (1 << EVAL_NSETS) - 1, opt;
     long n = 0;
     cli_init(argc, argv);
@@ -48,6 +51,7 @@ int main(int argc, char **argv)
         case O_WORLD: wpath = optarg; break;
         case 'H': case O_HARNESS: hpath = optarg; break;
         case O_IFEVAL: ipath = optarg; break;
+        case O_BANK: bank = optarg; break;
         case 'n': n = cli_long(&spec, "-n", optarg, 1, 100000000); break;
         case O_SETS: {
             char *bad = NULL;
@@ -68,6 +72,7 @@ int main(int argc, char **argv)
     evalset *e = evalset_new(w, h, ipath, &err);
     int rc = EXIT_FAIL;
     if (!e) { hat_warn("%s", err); goto done; }
+    if (bank && evalset_add_bank(e, bank) < 0) goto done;
     long size[EVAL_NSETS];
     evalset_sizes(e, n, size);
     hat_out *o = out_open(c.output);

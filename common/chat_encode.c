@@ -30,6 +30,8 @@ int record_render(chat_text *ct, const json_t *rec, const json_t *harness, int g
     chat_opts o = CHAT_OPTS_INIT;
     o.add_generation_prompt = gen_prompt;
     o.tools = json_object_get(rec, "tools");
+    const json_t *think = json_object_get(rec, "enable_thinking");
+    if (json_is_boolean(think)) o.enable_thinking = json_is_true(think) ? CHAT_THINK_ON : CHAT_THINK_OFF;
     return h ? harness_render(ct, h, msgs, &o, err) : chat_render(ct, msgs, &o, err);
 }
 
@@ -57,6 +59,18 @@ int chat_text_encode(const tokenizer *t, const chat_text *ct, size_t from, tok_i
     free(ranges);
     free(seg);
     return rc < 0 ? -1 : 0;
+}
+
+int chat_prompt_encode(const tokenizer *t, const json_t *messages, const json_t *tools,
+                       int enable_thinking, tok_ids *ids, char **err)
+{
+    chat_opts o = { tools, 1, enable_thinking };
+    chat_text ct;
+    if (chat_render(&ct, messages, &o, err)) return -1;
+    int rc = chat_text_encode(t, &ct, 0, ids, NULL);
+    chat_text_free(&ct);
+    if (rc < 0) *err = xstrdup("the messages are not valid UTF-8");
+    return rc;
 }
 
 static int encode_chat(const tokenizer *t, const json_t *rec, const json_t *harness,

@@ -34,6 +34,14 @@ int record_render(chat_text *ct, const json_t *rec, const json_t *harness, int g
  * 0, or -1 when the text is not valid UTF-8. */
 int chat_text_encode(const tokenizer *t, const chat_text *ct, size_t from, tok_ids *ids, tok_ids *mask);
 
+/* The prompt for the next assistant turn of messages (tools and
+ * enable_thinking as chat_opts takes them) → ids, through
+ * chat_text_encode: what users and tools wrote never becomes a control
+ * token.  Every encoder of a generation prompt from bare messages (opd,
+ * serve) goes through here.  Appends to ids.  0, or -1 with *err. */
+int chat_prompt_encode(const tokenizer *t, const json_t *messages, const json_t *tools,
+                       int enable_thinking, tok_ids *ids, char **err);
+
 /* Appends to ids and mask (same length).  0, or -1 with *err (malloc'd). */
 int record_encode(const tokenizer *t, const json_t *rec, const json_t *harness,
                   tok_ids *ids, tok_ids *mask, char **err);
@@ -44,7 +52,10 @@ int record_encode(const tokenizer *t, const json_t *rec, const json_t *harness,
  *   {"messages": [...], "harness"?: {...}}  rendered through the inline
  *                                           harness (or the default one, or
  *                                           none) with the generation prompt
- *                                           "<|im_start|>assistant\n"
+ *                                           "<|im_start|>assistant\n";
+ *                                           "enable_thinking": true/false
+ *                                           as the template's variable
+ *                                           (evalset's IFEval cases: false)
  * Appends to ids.  0, or -1 with *err (malloc'd). */
 int prompt_encode(const tokenizer *t, const json_t *rec, const json_t *harness, tok_ids *ids,
                   char **err);

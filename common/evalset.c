@@ -192,6 +192,18 @@ void evalset_free(evalset *e)
     free(e);
 }
 
+int evalset_add_bank(evalset *e, const char *path)
+{
+    if (hsa_vocab_add_bank(e->hv, path) < 0) return -1;
+    size_t total, covered = hsa_vocab_bank_coverage(e->hv, e->h, &total);
+    if (!covered) {
+        hat_errat(path, 0, "no %s alternative for any of the harness's %zu texts "
+                  "(a bank for another harness?)", hsa_vocab_split(e->hv), total);
+        return -1;
+    }
+    return 0;
+}
+
 long evalset_default_size(const evalset *e, int set)
 {
     if (set == EVAL_IFEVAL && e->ifeval_in) return (long)json_array_size(e->ifeval_in);
@@ -533,8 +545,12 @@ static json_t *ifeval_case(evalset *e, uint64_t seed, long i, char **err)
     char *cerr = NULL, *text = chat_render_generation_prompt(msgs, NULL, CHAT_THINK_OFF, &cerr);
     if (!text) { *err = xasprintf("ifeval case %ld: %s", i, cerr); free(cerr); json_decref(msgs); json_decref(meta); json_decref(ref); return NULL; }
     char *id = evalset_case_id(EVAL_IFEVAL, i);
-    json_t *c = json_pack("{s:s,s:s,s:O,s:O,s:O,s:o,s:s}", "id", id, "set", "ifeval", "prompt", prompt,
-                          "instruction_id_list", ids, "kwargs", kwargs, "messages", msgs, "text", text);
+    /* "text" is for reading; a model is prompted with "messages" and
+     * "enable_thinking" (generate, prompt_encode), so that a prompt holding
+     * "<|im_start|>" or "<tool_call>" stays text, as every viewer's does. */
+    json_t *c = json_pack("{s:s,s:s,s:O,s:O,s:O,s:o,s:b,s:s}", "id", id, "set", "ifeval", "prompt", prompt,
+                          "instruction_id_list", ids, "kwargs", kwargs, "messages", msgs,
+                          "enable_thinking", 0, "text", text);
     /* The answer general-gen built to satisfy the constraints: what a
      * perfect model could say (report's reference row, diagnose examples). */
     const json_t *amsg = json_array_get(json_object_get(ref, "messages"), 1);

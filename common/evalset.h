@@ -43,6 +43,12 @@ typedef struct evalset evalset;
  * *err (malloc'd) on failure. */
 evalset *evalset_new(const world *w, const json_t *h, const char *ifeval_input, char **err);
 void     evalset_free(evalset *e);
+/* Add a per-harness rewrite bank from hsa-bank (man 1 hsa-bank) to the
+ * variant vocabulary: its held-out alternatives reword the Harness-Variant
+ * cases before the built-in rewriter does.  0, or -1 after a diagnostic;
+ * a bank with alternatives for no text of the production harness is an
+ * error (it was made for another harness, or it is empty). */
+int      evalset_add_bank(evalset *e, const char *path);
 
 /* Default size of each set (data/eval/sets.json "sizes"; the IFEval set is
  * the number of original prompts when they were given). */

@@ -10,6 +10,7 @@
 #include "hsa.h"
 #include "harness.h"
 #include "jsonl.h"
+#include "traj_write.h"
 #include "util.h"
 
 #include <omp.h>
@@ -54,15 +55,17 @@ int hsa_opts_dims(hsa_opts *o, const char *list, double p, const char **bad)
 
 void hsa_op(hsa_ctx *c, int dim, const char *op, ...)
 {
+    /* Keys, dimension and operation names are ASCII literals: no UTF-8
+     * check (a variant records ~130 operations at p=1). */
     json_t *o = json_object();
-    json_object_set_new(o, "dim", json_string(hsa_dim_names[dim]));
-    json_object_set_new(o, "op", json_string(op));
+    json_object_set_new_nocheck(o, "dim", json_string_nocheck(hsa_dim_names[dim]));
+    json_object_set_new_nocheck(o, "op", json_string_nocheck(op));
     va_list ap;
     va_start(ap, op);
     const char *k;
     while ((k = va_arg(ap, const char *))) {
         json_t *val = va_arg(ap, json_t *);
-        json_object_set_new(o, k, val ? val : json_null());
+        json_object_set_new_nocheck(o, k, val ? val : json_null());
     }
     va_end(ap);
     json_array_append_new(c->ops, o);
@@ -92,7 +95,7 @@ static json_t *augment(const hsa_vocab *v, const hsa_opts *o, rng_t *r, const js
                        const char **invalid, json_t *acache, hsa_stats *stats)
 {
     hsa_ctx c = {
-        .v = v, .o = o, .r = r, .h = json_deep_copy(h), .ops = ops, .need = need,
+        .v = v, .o = o, .r = r, .h = json_copy_containers(h), .ops = ops, .need = need,
         .skill_map = json_object(),
         .acache = acache ? json_incref(acache) : json_object(),
         .stats = stats,
@@ -160,9 +163,9 @@ static json_t *make_meta(const json_t *old, json_t *ops, const hsa_vocab *v,
     json_object_set_new(m, "hsa", all);
     json_object_set_new(m, "hsa_seed", json_integer((json_int_t)seed));
     json_object_set_new(m, "hsa_stream", json_integer((json_int_t)stream));
-    json_object_set_new(m, "hsa_vocab", json_string(hsa_vocab_name(v)));
+    json_object_set_new(m, "hsa_vocab", json_str(hsa_vocab_name(v)));
     json_object_set_new(m, "hsa_valid", json_boolean(!invalid));
-    if (invalid) json_object_set_new(m, "hsa_reason", json_string(invalid));
+    if (invalid) json_object_set_new(m, "hsa_reason", json_str(invalid));
     else json_object_del(m, "hsa_reason");
     return m;
 }
@@ -209,7 +212,7 @@ json_t *hsa_augment_record(hsa_cache *cache, const hsa_vocab *v, const hsa_opts 
         if (need.final_over) invalid = "the final reply already breaks the harness's limits";
     }
     json_t *ops = json_array(), *map = NULL, *newh;
-    if (keep) newh = json_deep_copy(oldh);
+    if (keep) newh = json_copy_containers(oldh);
     else {
         const char *inv2 = NULL;
         newh = augment(v, o, &r, oldh, np, ops, &map, &inv2, cache ? cache->acache : NULL,
@@ -219,7 +222,7 @@ json_t *hsa_augment_record(hsa_cache *cache, const hsa_vocab *v, const hsa_opts 
     if (cache && !keep) hsa_stats_count_ops(&cache->stats, ops);   /* --mix originals are no variants */
     json_t *newmsgs = NULL;
     if (rec) {
-        newmsgs = json_deep_copy(msgs);
+        newmsgs = json_copy_containers(msgs);   /* relabelled in place: containers only */
         const char *why = NULL;
         if (!keep && hsa_relabel(newmsgs, oldh, newh, map, &why) < 0 && !invalid) invalid = why;
         hsa_needs_free(&need);
@@ -283,9 +286,10 @@ char *hsa_replace_word(const char *s, const char *from, const char *to)
  * from one batch to the next: the rewriter's analysis of a harness's
  * texts is made once per thread, not once per batch. */
 struct hsa_batch {
-    hsa_cache **caches;
-    int         n;
-    hsa_stats   sum;
+    hsa_cache   **caches;
+    traj_writer **writers;   /* per thread: a variant's line without jansson's slow dump */
+    int           n;
+    hsa_stats     sum;
 };
 
 hsa_batch *hsa_batch_new(void)
@@ -293,14 +297,19 @@ hsa_batch *hsa_batch_new(void)
     hsa_batch *b = xcalloc(1, sizeof *b);
     b->n = omp_get_max_threads();
     b->caches = xcalloc((size_t)b->n, sizeof *b->caches);
+    b->writers = xcalloc((size_t)b->n, sizeof *b->writers);
     return b;
 }
 
 void hsa_batch_free(hsa_batch *b)
 {
     if (!b) return;
-    for (int i = 0; i < b->n; i++) hsa_cache_free(b->caches[i]);
+    for (int i = 0; i < b->n; i++) {
+        hsa_cache_free(b->caches[i]);
+        traj_writer_free(b->writers[i]);
+    }
     free(b->caches);
+    free(b->writers);
     hsa_stats_free(&b->sum);
     free(b);
 }
@@ -323,12 +332,18 @@ void hsa_augment_batch(hsa_batch *bt, const hsa_vocab *v, const hsa_opts *o,
     {
         int t = omp_get_thread_num();
         hsa_cache *cache;
+        traj_writer *w;
         if (t < bt->n) {
             if (!bt->caches[t]) bt->caches[t] = hsa_cache_new();
+            if (!bt->writers[t]) bt->writers[t] = traj_writer_new();
             cache = bt->caches[t];
+            w = bt->writers[t];
         } else {
             cache = NULL;   /* more threads than at hsa_batch_new: no cache */
+            w = NULL;
         }
+        sbuf line;
+        sbuf_init(&line);
         #pragma omp for schedule(dynamic, 4)
         for (size_t j = 0; j < n; j++) {
             errs[j] = NULL;
@@ -336,11 +351,20 @@ void hsa_augment_batch(hsa_batch *bt, const hsa_vocab *v, const hsa_opts *o,
                 const char *err = NULL;
                 json_t *r = hsa_augment_record(cache, v, o, recs ? recs[j] : NULL, deflt, seed,
                                                (first + j) * (uint64_t)K + (uint64_t)k, k, &err);
-                lines[j * (size_t)K + k] = r ? json_dumps(r, HAT_JSON_FLAGS) : NULL;
+                char *text = NULL;
+                if (r && w) {   /* the bytes json_dumps would make, faster */
+                    sbuf_reset(&line);   /* kept at its size from line to line */
+                    traj_writer_json(w, &line, r);
+                    text = xstrndup(line.s, line.len);
+                } else if (r) {
+                    text = json_dumps(r, HAT_JSON_FLAGS);
+                }
+                lines[j * (size_t)K + k] = text;
                 json_decref(r);
                 if (err) errs[j] = err;
             }
         }
+        sbuf_free(&line);
     }
 }
 

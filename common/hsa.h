@@ -82,6 +82,10 @@ const json_t *hsa_paraphrases(const hsa_vocab *v, const char *section, const cha
 int hsa_vocab_add_bank(hsa_vocab *v, const char *path);
 /* The bank's alternatives of text for this vocabulary's split, or NULL. */
 const json_t *hsa_vocab_bank(const hsa_vocab *v, const char *text);
+/* How many of h's distinct wording strings the vocabulary's bank has
+ * alternatives for; *total (may be NULL) gets the number of distinct
+ * strings.  A bank made for another harness covers 0. */
+size_t hsa_vocab_bank_coverage(const hsa_vocab *v, const json_t *h, size_t *total);
 /* The split of the vocabulary: "train" or "heldout" (rewrite.json). */
 const char *hsa_vocab_split(const hsa_vocab *v);
 

@@ -71,6 +71,31 @@ json_t *hsa_bank_load(const char *path)
     return b;
 }
 
+typedef struct {
+    const hsa_vocab *v;
+    json_t          *seen;     /* distinct texts, as a set */
+    size_t           covered;
+} coverage;
+
+static void coverage_cb(json_t *parent, const char *key, size_t idx, const char *text,
+                        const char *kind, const char *path, void *ud)
+{
+    (void)parent; (void)key; (void)idx; (void)kind; (void)path;
+    coverage *c = ud;
+    if (json_object_get(c->seen, text)) return;
+    json_object_set_new(c->seen, text, json_true());
+    if (hsa_vocab_bank(c->v, text)) c->covered++;
+}
+
+size_t hsa_vocab_bank_coverage(const hsa_vocab *v, const json_t *h, size_t *total)
+{
+    coverage c = { v, json_object(), 0 };
+    hsa_texts((json_t *)h, 0, coverage_cb, &c);   /* the texts hsa-bank sends */
+    if (total) *total = json_object_size(c.seen);
+    json_decref(c.seen);
+    return c.covered;
+}
+
 /* ---- building ------------------------------------------------------------ */
 
 typedef struct {

@@ -7,6 +7,7 @@
  * be re-rendered (hsa_relabel.c).  The retry count respects the trajectory:
  * never below the retries it made, and exactly that count when it gave up. */
 #include "hsa.h"
+#include "jsonl.h"
 #include "harness.h"
 #include "util.h"
 
@@ -85,8 +86,8 @@ static void error_format(hsa_ctx *c, const json_t *pool)
     if (!cur) return;
     const char *to = pick_template(c, pool, cur, "tool");
     if (!to) return;
-    hsa_op(c, HSA_HOOKS, "error_format", "from", json_string(cur), "to", json_string(to), NULL);
-    json_object_set_new(hooks, "error_format", json_string(to));
+    hsa_op(c, HSA_HOOKS, "error_format", "from", json_str(cur), "to", json_str(to), NULL);
+    json_object_set_new(hooks, "error_format", json_str(to));
 }
 
 static void envelope(hsa_ctx *c, const json_t *bank)
@@ -124,9 +125,9 @@ static void message(hsa_ctx *c, const char *hook, const char *field, const json_
     if (!cur) return;
     const char *to = pick_template(c, pool, cur, NULL);
     if (!to) return;
-    hsa_op(c, HSA_HOOKS, "message", "hook", json_string(hook), "from", json_string(cur),
-           "to", json_string(to), NULL);
-    json_object_set_new(h, field, json_string(to));
+    hsa_op(c, HSA_HOOKS, "message", "hook", json_str(hook), "from", json_str(cur),
+           "to", json_str(to), NULL);
+    json_object_set_new(h, field, json_str(to));
 }
 
 void hsa_hooks(hsa_ctx *c)

@@ -8,6 +8,7 @@
  * draw that breaks this is redrawn a few times, then drawn inside the
  * feasible range; when none exists the variant is marked invalid. */
 #include "hsa.h"
+#include "jsonl.h"
 #include "harness.h"
 #include "util.h"
 
@@ -39,12 +40,12 @@ static void shuffle_array(hsa_ctx *c, json_t *owner, const char *key, size_t fir
         json_array_append(na, json_array_get(a, from));
         const json_t *e = json_array_get(a, from);
         json_array_append_new(order, block ? json_integer((json_int_t)from)
-                                           : json_string(str(e, "id")));
+                                           : json_str(str(e, "id")));
     }
     free(perm);
     if (!moved) { json_decref(na); json_decref(order); return; }
     if (block)
-        hsa_op(c, HSA_PROMPT, op, "block", json_string(block), "order", order, NULL);
+        hsa_op(c, HSA_PROMPT, op, "block", json_str(block), "order", order, NULL);
     else
         hsa_op(c, HSA_PROMPT, op, "order", order, NULL);
     json_object_set_new(owner, key, na);
@@ -96,10 +97,10 @@ static void perturb(hsa_ctx *c, const char *name, json_t *spec, double p)
     if (nv == v) return;
     json_t *to = integral ? json_integer((json_int_t)nv) : json_real(nv);
     if (tries)
-        hsa_op(c, HSA_PROMPT, "param", "param", json_string(name), "from", json_deep_copy(jv),
+        hsa_op(c, HSA_PROMPT, "param", "param", json_str(name), "from", json_deep_copy(jv),
                "to", json_deep_copy(to), "redraws", json_integer(tries), NULL);
     else
-        hsa_op(c, HSA_PROMPT, "param", "param", json_string(name), "from", json_deep_copy(jv),
+        hsa_op(c, HSA_PROMPT, "param", "param", json_str(name), "from", json_deep_copy(jv),
                "to", json_deep_copy(to), NULL);
     json_object_set_new(spec, "value", to);
 }
@@ -113,9 +114,9 @@ static void paraphrase_block(hsa_ctx *c, json_t *b, double p)
     if (from && rng_chance(c->r, p)) {
         char *to = hsa_rewrite_text(c, HSA_PROMPT, section, from);
         if (to) {
-            hsa_op(c, HSA_PROMPT, "paraphrase_block", "block", json_string(id),
-                   "from", json_string(from), "to", json_string(to), NULL);
-            json_object_set_new(b, "text", json_string(to));
+            hsa_op(c, HSA_PROMPT, "paraphrase_block", "block", json_str(id),
+                   "from", json_str(from), "to", json_str(to), NULL);
+            json_object_set_new(b, "text", json_str(to));
             free(to);
         }
     }
@@ -127,9 +128,9 @@ static void paraphrase_block(hsa_ctx *c, json_t *b, double p)
         if (!f || !rng_chance(c->r, p)) continue;
         char *to = hsa_rewrite_text(c, HSA_PROMPT, section, f);
         if (!to) continue;
-        hsa_op(c, HSA_PROMPT, "paraphrase_item", "block", json_string(id),
-               "from", json_string(f), "to", json_string(to), NULL);
-        json_array_set_new(items, i, json_string(to));
+        hsa_op(c, HSA_PROMPT, "paraphrase_item", "block", json_str(id),
+               "from", json_str(f), "to", json_str(to), NULL);
+        json_array_set_new(items, i, json_str(to));
         free(to);
     }
     free(section);

@@ -109,7 +109,7 @@ static void track_call(hsa_needs *n, retry_track *t, const char *key)
         json_object_set_new(t->fails, key, json_integer(f));
         if (f > n->retries) n->retries = (int)f;
     }
-    json_array_append_new(t->pending, json_string(key));
+    json_array_append_new(t->pending, json_str(key));
 }
 
 /* Retries the messages do not show.  The scripted teacher prunes the
@@ -277,21 +277,21 @@ static void relabel_call(relabel *R, json_t *fn)
         json_object_foreach(args, k, v) {
             if (R->old_arg && !strcmp(k, R->old_arg)) {
                 const char *s = json_string_value(v);
-                json_array_append_new(pend, json_string(s ? s : ""));
+                json_array_append_new(pend, json_str(s ? s : ""));
                 json_object_set_new(nargs, R->new_arg,
-                                    s ? json_string(new_skill_name(R, s)) : json_incref(v));
+                                    s ? json_str(new_skill_name(R, s)) : json_incref(v));
             } else {
                 json_object_set(nargs, k, v);
             }
         }
-        json_array_insert_new(pend, 0, json_string(name));
-        json_object_set_new(fn, "name", json_string(R->new_loader));
+        json_array_insert_new(pend, 0, json_str(name));
+        json_object_set_new(fn, "name", json_str(R->new_loader));
     } else {
         const json_t *ot, *nt = new_tool(R, name, &ot);
-        json_array_append_new(pend, json_string(name));
+        json_array_append_new(pend, json_str(name));
         if (nt) {
             nargs = rename_args(R, args, ot, nt);
-            json_object_set_new(fn, "name", json_string(str(nt, "name")));
+            json_object_set_new(fn, "name", json_str(str(nt, "name")));
         } else if ((harness_tool_by_name(R->newh, name) || !strcmp(name, R->new_loader)) &&
                    !R->why) {
             R->why = "a call of an unknown tool now names a tool of the new harness";
@@ -301,7 +301,7 @@ static void relabel_call(relabel *R, json_t *fn)
     if (nargs) {
         if (was_string) {
             char *s = json_compact(nargs);
-            json_object_set_new(fn, "arguments", json_string(s));
+            json_object_set_new(fn, "arguments", json_str(s));
             free(s);
             json_decref(nargs);
         } else {
@@ -320,7 +320,7 @@ static char *reformat_error(relabel *R, const char *err, const char *newtool)
         json_t *vars = json_object();
         char *out = NULL;
         if (of && hsa_template_match(of, err, vars) && str(vars, "tool")) {
-            json_object_set_new(vars, "tool", json_string(newtool));
+            json_object_set_new(vars, "tool", json_str(newtool));
             out = harness_fill(nf, vars);
         }
         json_decref(vars);
@@ -329,7 +329,7 @@ static char *reformat_error(relabel *R, const char *err, const char *newtool)
     json_t *vars = json_object();
     char *out = NULL;
     if (hsa_template_match(of, err, vars)) {
-        json_object_set_new(vars, "tool", json_string(newtool));
+        json_object_set_new(vars, "tool", json_str(newtool));
         out = harness_fill(nf, vars);
     } else if (!R->why) {
         R->why = "a tool error does not match the harness's error_format";
@@ -355,7 +355,7 @@ static void relabel_tool_result(relabel *R, json_t *m, const char *oldname, cons
     } else if (!R->why) {
         R->why = "a tool response is not an envelope of the harness";
     }
-    if (text) json_object_set_new(m, "content", json_string(text));
+    if (text) json_object_set_new(m, "content", json_str(text));
     free(text);
     json_decref(res);
     free(err);
@@ -369,7 +369,7 @@ static void relabel_loader_result(relabel *R, json_t *m, const char *oldskill)
     if (!os) return;   /* a load of a skill that never existed: its answer stays */
     if (!ns) { if (!R->why) R->why = "a loaded skill is missing from the new harness"; return; }
     char *text = harness_skill_text(R->newh, ns);
-    json_object_set_new(m, "content", json_string(text));
+    json_object_set_new(m, "content", json_str(text));
     free(text);
 }
 
@@ -385,12 +385,12 @@ static char *rerender(relabel *R, const char *hook, const char *field, const cha
         if (!R->why) R->why = "a hook message does not match the harness's template";
         return NULL;
     }
-    if (str(vars, "loader")) json_object_set_new(vars, "loader", json_string(R->new_loader));
+    if (str(vars, "loader")) json_object_set_new(vars, "loader", json_str(R->new_loader));
     if (str(vars, "tool")) {
         const json_t *ot2, *nt = new_tool(R, str(vars, "tool"), &ot2);
-        if (nt) json_object_set_new(vars, "tool", json_string(str(nt, "name")));
+        if (nt) json_object_set_new(vars, "tool", json_str(str(nt, "name")));
         else if (R->old_loader && !strcmp(str(vars, "tool"), R->old_loader))
-            json_object_set_new(vars, "tool", json_string(R->new_loader));
+            json_object_set_new(vars, "tool", json_str(R->new_loader));
     }
     if (str(vars, "error") && tool_old) {   /* schema errors name parameters */
         const json_t *ot2, *nt = new_tool(R, tool_old, &ot2);
@@ -404,7 +404,7 @@ static char *rerender(relabel *R, const char *hook, const char *field, const cha
             free(e);
             e = e2;
         }
-        json_object_set_new(vars, "error", json_string(e));
+        json_object_set_new(vars, "error", json_str(e));
         free(e);
     }
     char *out = harness_hook_message(R->newh, hook, field, vars);
@@ -426,13 +426,13 @@ static void relabel_hook_user(relabel *R, json_t *m, const char *hook)
             return;
         }
         char *s = xasprintf("%.*s%s", (int)(cl - ol), content, nm);
-        json_object_set_new(m, "content", json_string(s));
+        json_object_set_new(m, "content", json_str(s));
         free(s);
         return;
     }
     const char *field = !strcmp(hook, "reply_filter") ? "on_violation" : "message";
     char *s = rerender(R, hook, field, content, NULL);
-    if (s) json_object_set_new(m, "content", json_string(s));
+    if (s) json_object_set_new(m, "content", json_str(s));
     free(s);
 }
 
@@ -450,10 +450,10 @@ static void relabel_tool_msg(relabel *R, json_t *m)
     const json_t *ot, *nt = is_loader ? NULL : new_tool(R, old, &ot);
     if (is_loader) newname = R->new_loader;
     else if (nt) newname = str(nt, "name");
-    if (json_object_get(m, "name")) json_object_set_new(m, "name", json_string(newname));
+    if (json_object_get(m, "name")) json_object_set_new(m, "name", json_str(newname));
     if (hook && !strcmp(hook, "tool_args_check")) {
         char *s = rerender(R, hook, "message", str(m, "content") ? str(m, "content") : "", old);
-        if (s) json_object_set_new(m, "content", json_string(s));
+        if (s) json_object_set_new(m, "content", json_str(s));
         free(s);
     } else if (is_loader) {
         const char *skill = json_string_value(json_array_get(pend, 1));
@@ -477,7 +477,7 @@ static void relabel_reasoning(relabel *R, json_t *m)
         free(s);
         s = s2;
     }
-    json_object_set_new(m, "reasoning_content", json_string(s));
+    json_object_set_new(m, "reasoning_content", json_str(s));
     free(s);
 }
 
@@ -494,13 +494,13 @@ static json_t *name_map(const relabel *R)
         const json_t *nt = harness_tool_by_function(R->newh, str(t, "function"));
         const char *on = str(t, "name"), *nn = nt ? str(nt, "name") : NULL;
         if (on && nn && strcmp(on, nn))   /* nameless tools (bad inline harness) skipped */
-            json_object_set_new(m, on, json_string(nn));
+            json_object_set_new(m, on, json_str(nn));
     }
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)R->skill_map, k, v) json_object_set(m, k, v);
     if (strcmp(R->old_loader, R->new_loader))
-        json_object_set_new(m, R->old_loader, json_string(R->new_loader));
+        json_object_set_new(m, R->old_loader, json_str(R->new_loader));
     json_object_foreach(m, k, v) {
         if (json_object_get(m, json_string_value(v))) {
             json_decref(m);

@@ -8,6 +8,7 @@
  * gold needs, always at least one reply skill left, and only with a
  * trajectory (without one nobody knows what the task needs). */
 #include "hsa.h"
+#include "jsonl.h"
 #include "harness.h"
 #include "util.h"
 
@@ -64,8 +65,8 @@ static void mask_skills(hsa_ctx *c, double p)
         s = json_array_get(skills, i);
         int last_reply = is_reply(s) && !kept_reply && replies <= 1;
         if (needed(c, s) || last_reply || !rng_chance(c->r, p * MASK_SHARE)) { i++; continue; }
-        hsa_op(c, HSA_SKILL_ID, "mask_skill", "function", json_string(str(s, "function")),
-               "name", json_string(str(s, "name")), NULL);
+        hsa_op(c, HSA_SKILL_ID, "mask_skill", "function", json_str(str(s, "function")),
+               "name", json_str(str(s, "name")), NULL);
         replies -= is_reply(s);
         json_array_remove(skills, i);
         masked++;
@@ -83,8 +84,8 @@ static void inject_distractors(hsa_ctx *c, double p)
         json_decref(taken);
         if (!d) return;
         size_t at = rng_below(c->r, json_array_size(skills) + 1);
-        hsa_op(c, HSA_SKILL_ID, "inject", "name", json_string(str(d, "name")),
-               "function", json_string("distractor"), "at", json_integer((json_int_t)at), NULL);
+        hsa_op(c, HSA_SKILL_ID, "inject", "name", json_str(str(d, "name")),
+               "function", json_str("distractor"), "at", json_integer((json_int_t)at), NULL);
         json_array_insert_new(skills, at, d);
     }
 }
@@ -101,12 +102,12 @@ static void rename_skills(hsa_ctx *c, double p)
         char *to = fn && from ? hsa_name_skill(c->v, c->r, fn, taken) : NULL;
         if (!to) continue;
         json_object_set_new(taken, to, json_true());
-        hsa_op(c, HSA_SKILL_ID, "rename", "function", json_string(fn), "from", json_string(from),
-               "to", json_string(to), NULL);
+        hsa_op(c, HSA_SKILL_ID, "rename", "function", json_str(fn), "from", json_str(from),
+               "to", json_str(to), NULL);
         /* Keyed by the input name; an injected skill has none to map. */
         const char *orig = old_name(c, from);
-        json_object_set_new(c->skill_map, orig, json_string(to));
-        json_object_set_new(s, "name", json_string(to));
+        json_object_set_new(c->skill_map, orig, json_str(to));
+        json_object_set_new(s, "name", json_str(to));
         free(to);
     }
     json_decref(taken);
@@ -121,9 +122,9 @@ static void paraphrase_field(hsa_ctx *c, int dim, const char *op, double p, json
     if (!from || !rng_chance(c->r, p)) return;
     char *to = hsa_rewrite_text(c, dim, section, from);
     if (!to) return;
-    hsa_op(c, dim, op, who_k, json_string(who), "from", json_string(from),
-           "to", json_string(to), NULL);
-    json_object_set_new(o, key, json_string(to));
+    hsa_op(c, dim, op, who_k, json_str(who), "from", json_str(from),
+           "to", json_str(to), NULL);
+    json_object_set_new(o, key, json_str(to));
     free(to);
 }
 
@@ -150,10 +151,10 @@ static void paraphrase_rules(hsa_ctx *c, json_t *s, double p)
         if (!from || !rng_chance(c->r, p)) continue;
         char *to = hsa_rewrite_text(c, HSA_SKILL_CONTENT, "rules", from);
         if (!to) continue;
-        hsa_op(c, HSA_SKILL_CONTENT, "paraphrase_rule", "function", json_string(str(s, "function")),
-               "skill", json_string(str(s, "name")), "from", json_string(from),
-               "to", json_string(to), NULL);
-        json_array_set_new(rules, i, json_string(to));
+        hsa_op(c, HSA_SKILL_CONTENT, "paraphrase_rule", "function", json_str(str(s, "function")),
+               "skill", json_str(str(s, "name")), "from", json_str(from),
+               "to", json_str(to), NULL);
+        json_array_set_new(rules, i, json_str(to));
         free(to);
     }
 }
@@ -163,9 +164,9 @@ static void mask_rules(hsa_ctx *c, json_t *s, double p)
     json_t *rules = json_object_get(s, "rules");
     for (size_t i = 0; i < json_array_size(rules) && json_array_size(rules) > 1;) {
         if (!rng_chance(c->r, p * MASK_SHARE)) { i++; continue; }
-        hsa_op(c, HSA_SKILL_CONTENT, "mask_rule", "function", json_string(str(s, "function")),
-               "skill", json_string(str(s, "name")),
-               "rule", json_string(json_string_value(json_array_get(rules, i))), NULL);
+        hsa_op(c, HSA_SKILL_CONTENT, "mask_rule", "function", json_str(str(s, "function")),
+               "skill", json_str(str(s, "name")),
+               "rule", json_str(json_string_value(json_array_get(rules, i))), NULL);
         json_array_remove(rules, i);
     }
 }
@@ -187,8 +188,8 @@ static void reorder_rules(hsa_ctx *c, json_t *s, double p)
     }
     free(perm);
     if (!moved) { json_decref(order); json_decref(nr); return; }
-    hsa_op(c, HSA_SKILL_CONTENT, "reorder_rules", "function", json_string(str(s, "function")),
-           "skill", json_string(str(s, "name")), "order", order, NULL);
+    hsa_op(c, HSA_SKILL_CONTENT, "reorder_rules", "function", json_str(str(s, "function")),
+           "skill", json_str(str(s, "name")), "order", order, NULL);
     json_object_set_new(s, "rules", nr);
 }
 

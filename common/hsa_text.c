@@ -6,6 +6,7 @@
  * after a variant renames skills, tools, parameters or the loader, every
  * mention of an old name in the texts is renamed too. */
 #include "hsa.h"
+#include "jsonl.h"
 #include "harness.h"
 #include "util.h"
 
@@ -118,8 +119,8 @@ void hsa_texts(json_t *h, int flags, hsa_text_fn fn, void *ud)
 
 static void set_text(json_t *parent, const char *key, size_t idx, const char *s)
 {
-    if (key) json_object_set_new(parent, key, json_string(s));
-    else json_array_set_new(parent, idx, json_string(s));
+    if (key) json_object_set_new(parent, key, json_str(s));
+    else json_array_set_new(parent, idx, json_str(s));
 }
 
 /* ---- names ----------------------------------------------------------------- */
@@ -264,7 +265,7 @@ static json_t *rename_map(const json_t *ops)
         if (!strcmp(o, "rename") || !strcmp(o, "rename_tool") || !strcmp(o, "rename_loader") ||
             !strcmp(o, "rename_loader_argument") ||
             (!strcmp(o, "rename_param") && !json_object_get(m, from)))
-            json_object_set_new(m, from, json_string(to));
+            json_object_set_new(m, from, json_str(to));
     }
     return m;
 }
@@ -346,7 +347,7 @@ json_t *hsa_unknown_mentions(const char *text, const json_t *known)
         int coded = code && text[j] == '`';
         if ((ident || coded) && len) {
             char *w = xstrndup(text + s, len);
-            if (!json_object_get(known, w)) json_array_append_new(out, json_string(w));
+            if (!json_object_get(known, w)) json_array_append_new(out, json_str(w));
             free(w);
         }
         i = j ? j : i + 1;
@@ -412,7 +413,7 @@ static char *builtin(hsa_ctx *c, const json_t *a, const char *text)
     rng_t r;
     rng_derive(&r, text_seed(text), k);
     char *out = hsa_rewrite_draw(a, &r);
-    json_array_set_new(pool, k, out ? json_string(out) : json_false());
+    json_array_set_new(pool, k, out ? json_str(out) : json_false());
     return out;
 }
 
@@ -460,7 +461,7 @@ static void note_stuck(hsa_ctx *c, int dim, const char *text)
     c->stats->unrewritable[dim]++;
     if (!c->stats->stuck) c->stats->stuck = json_object();
     if (json_object_size(c->stats->stuck) < 64)
-        json_object_set_new(c->stats->stuck, text, json_string(hsa_dim_names[dim]));
+        json_object_set_new(c->stats->stuck, text, json_str(hsa_dim_names[dim]));
 }
 
 char *hsa_rewrite_text(hsa_ctx *c, int dim, const char *section, const char *text)
@@ -533,7 +534,7 @@ json_t *hsa_stats_json(const hsa_stats *st, const hsa_opts *o)
                               (json_int_t)st->rewritten[d], "unrewritable",
                               (json_int_t)st->unrewritable[d]);
         if (o->p[d] > 0 && st->variants && !st->ops[d])
-            json_object_set_new(e, "note", json_string("applied no operation: nothing it can change in this harness"));
+            json_object_set_new(e, "note", json_str("applied no operation: nothing it can change in this harness"));
         json_object_set_new(dims, hsa_dim_names[d], e);
     }
     json_t *stuck = json_array();

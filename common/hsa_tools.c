@@ -4,6 +4,7 @@
  * loader — a tool like the others, and a surface form — a new name,
  * argument name and wording.  A tool's function never changes. */
 #include "hsa.h"
+#include "jsonl.h"
 #include "harness.h"
 #include "util.h"
 
@@ -22,9 +23,9 @@ static void rename_tool(hsa_ctx *c, json_t *t, json_t *taken)
     char *to = fn && from ? hsa_name_tool(c->v, c->r, fn, taken) : NULL;
     if (!to) return;
     json_object_set_new(taken, to, json_true());
-    hsa_op(c, HSA_TOOLS, "rename_tool", "function", json_string(fn), "from", json_string(from),
-           "to", json_string(to), NULL);
-    json_object_set_new(t, "name", json_string(to));
+    hsa_op(c, HSA_TOOLS, "rename_tool", "function", json_str(fn), "from", json_str(from),
+           "to", json_str(to), NULL);
+    json_object_set_new(t, "name", json_str(to));
     free(to);
 }
 
@@ -42,11 +43,11 @@ static void rename_params(hsa_ctx *c, json_t *t, double p)
         const char *xf = str(v, "x-function");
         char *to = xf && rng_chance(c->r, p) ? hsa_name_param(c->v, c->r, xf, taken) : NULL;
         if (to) {
-            hsa_op(c, HSA_TOOLS, "rename_param", "function", json_string(str(t, "function")),
-                   "x-function", json_string(xf), "from", json_string(k), "to", json_string(to),
+            hsa_op(c, HSA_TOOLS, "rename_param", "function", json_str(str(t, "function")),
+                   "x-function", json_str(xf), "from", json_str(k), "to", json_str(to),
                    NULL);
             json_object_set_new(taken, to, json_true());
-            json_object_set_new(map, k, json_string(to));
+            json_object_set_new(map, k, json_str(to));
         }
         json_object_set(np, to ? to : k, v);
         free(to);
@@ -56,7 +57,7 @@ static void rename_params(hsa_ctx *c, json_t *t, double p)
     json_t *r;
     json_array_foreach(req, i, r) {
         const char *to = str(map, json_string_value(r) ? json_string_value(r) : "");
-        if (to) json_array_set_new(req, i, json_string(to));
+        if (to) json_array_set_new(req, i, json_str(to));
     }
     json_object_set_new(params, "properties", np);
     json_decref(taken);
@@ -70,9 +71,9 @@ static void paraphrase(hsa_ctx *c, const char *op, json_t *o, const char *key,
     if (!from || !rng_chance(c->r, p)) return;
     char *to = hsa_rewrite_text(c, HSA_TOOLS, section, from);
     if (!to) return;
-    hsa_op(c, HSA_TOOLS, op, who_k, json_string(who), "from", json_string(from),
-           "to", json_string(to), NULL);
-    json_object_set_new(o, key, json_string(to));
+    hsa_op(c, HSA_TOOLS, op, who_k, json_str(who), "from", json_str(from),
+           "to", json_str(to), NULL);
+    json_object_set_new(o, key, json_str(to));
     free(to);
 }
 
@@ -85,10 +86,10 @@ static void param_descriptions(hsa_ctx *c, json_t *t, double p)
         if (!from || !rng_chance(c->r, p)) continue;
         char *to = hsa_rewrite_text(c, HSA_TOOLS, "param_descriptions", from);
         if (!to) continue;
-        hsa_op(c, HSA_TOOLS, "describe_param", "function", json_string(str(t, "function")),
-               "x-function", json_string(str(v, "x-function")), "from", json_string(from),
-               "to", json_string(to), NULL);
-        json_object_set_new(v, "description", json_string(to));
+        hsa_op(c, HSA_TOOLS, "describe_param", "function", json_str(str(t, "function")),
+               "x-function", json_str(str(v, "x-function")), "from", json_str(from),
+               "to", json_str(to), NULL);
+        json_object_set_new(v, "description", json_str(to));
         free(to);
     }
 }
@@ -106,7 +107,7 @@ static void reorder_tools(hsa_ctx *c, double p)
     for (size_t i = 0; i < n; i++) {
         moved |= items[i] != json_array_get(tools, i);
         json_array_append(nt, items[i]);
-        json_array_append_new(order, json_string(str(items[i], "function")));
+        json_array_append_new(order, json_str(str(items[i], "function")));
     }
     free(items);
     if (!moved) { json_decref(nt); json_decref(order); return; }
@@ -129,13 +130,13 @@ static void loader_preamble(hsa_ctx *c, json_t *l, const char *from, const char 
         json_t *vars = strstr(pre, "{loader}") ? json_object() : json_pack("{s:s}", "loader", to);
         char *filled = harness_fill(alt, vars);
         json_decref(vars);
-        hsa_op(c, HSA_TOOLS, "describe_loader", "field", json_string("preamble"),
-               "from", json_string(pre), "to", json_string(filled), NULL);
+        hsa_op(c, HSA_TOOLS, "describe_loader", "field", json_str("preamble"),
+               "from", json_str(pre), "to", json_str(filled), NULL);
         free(now);
         now = filled;
         free(alt);
     }
-    json_object_set_new(l, "preamble", json_string(now));
+    json_object_set_new(l, "preamble", json_str(now));
     free(now);
     free(key);
 }
@@ -147,9 +148,9 @@ static void loader(hsa_ctx *c, double p, json_t *taken)
     char *from = xstrdup(str(l, "name")), *to = NULL;
     if (rng_chance(c->r, p)) to = hsa_name_loader(c->v, c->r, taken);
     if (to) {
-        hsa_op(c, HSA_TOOLS, "rename_loader", "from", json_string(from), "to", json_string(to),
+        hsa_op(c, HSA_TOOLS, "rename_loader", "from", json_str(from), "to", json_str(to),
                NULL);
-        json_object_set_new(l, "name", json_string(to));
+        json_object_set_new(l, "name", json_str(to));
     }
     const char *arg = str(l, "argument");
     if (arg && rng_chance(c->r, p)) {
@@ -157,9 +158,9 @@ static void loader(hsa_ctx *c, double p, json_t *taken)
         char *na = hsa_name_param(c->v, c->r, "skill", taken);
         json_decref(taken);
         if (na) {
-            hsa_op(c, HSA_TOOLS, "rename_loader_argument", "from", json_string(arg),
-                   "to", json_string(na), NULL);
-            json_object_set_new(l, "argument", json_string(na));
+            hsa_op(c, HSA_TOOLS, "rename_loader_argument", "from", json_str(arg),
+                   "to", json_str(na), NULL);
+            json_object_set_new(l, "argument", json_str(na));
             free(na);
         }
     }

@@ -634,6 +634,35 @@ char *json_compact(const json_t *v)
     return s;
 }
 
+json_t *json_str(const char *s)
+{
+    if (!s) return NULL;
+    unsigned char high = 0;
+    size_t n = 0;
+    for (; s[n]; n++) high |= (unsigned char)s[n];
+    return high & 0x80 ? json_stringn(s, n) : json_stringn_nocheck(s, n);
+}
+
+json_t *json_copy_containers(const json_t *v)
+{
+    if (json_is_object(v)) {
+        json_t *o = json_object();
+        const char *k;
+        json_t *x;
+        json_object_foreach((json_t *)v, k, x)   /* keys are valid UTF-8 already */
+            json_object_set_new_nocheck(o, k, json_copy_containers(x));
+        return o;
+    }
+    if (json_is_array(v)) {
+        json_t *a = json_array();
+        size_t i;
+        json_t *x;
+        json_array_foreach(v, i, x) json_array_append_new(a, json_copy_containers(x));
+        return a;
+    }
+    return json_incref((json_t *)v);
+}
+
 int write_file_atomic(const char *path, const void *data, size_t len)
 {
     hat_out *o = out_open(path);

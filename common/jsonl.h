@@ -111,6 +111,18 @@ int      out_finish(hat_out *o, int status);
 /* Serialise to a malloc'd compact string. */
 char *json_compact(const json_t *v);
 
+/* A copy of v whose objects and arrays are new and whose strings, numbers
+ * and literals are v's own (shared, not copied): what json_deep_copy makes,
+ * for values whose scalars are never changed in place (hat never calls
+ * json_string_set or json_integer_set).  Far fewer allocations, and a
+ * shared string keeps the address traj_writer caches its text by. */
+json_t *json_copy_containers(const json_t *v);
+
+/* json_string(s) (NULL for NULL or invalid UTF-8), without jansson's
+ * byte-by-byte UTF-8 walk when s is ASCII: HSA makes hundreds of strings
+ * per variant. */
+json_t *json_str(const char *s);
+
 /* Write a whole file atomically (temp + fsync + rename).  0 or -1. */
 int write_file_atomic(const char *path, const void *data, size_t len);
 

@@ -2,6 +2,7 @@
  * step (see opd.h). */
 #include "opd.h"
 #include "chat.h"
+#include "chat_encode.h"
 #include "generate.h"
 #include "grpo.h"
 #include "ifeval.h"
@@ -163,6 +164,16 @@ static json_t *prompt_messages(const json_t *rec)
     return NULL;
 }
 
+int opd_prompt_ids(const tokenizer *t, const json_t *rec, int enable_thinking, tok_ids *ids,
+                   char **err)
+{
+    json_t *msgs = prompt_messages(rec);
+    if (!msgs) { *err = xstrdup("no user message"); return -1; }
+    int rc = chat_prompt_encode(t, msgs, NULL, enable_thinking, ids, err);
+    json_decref(msgs);
+    return rc;
+}
+
 opd *opd_new(const opd_config *c, model *student, model *teacher, const tokenizer *t,
              const json_t *prompts, char **err)
 {
@@ -185,16 +196,11 @@ opd *opd_new(const opd_config *c, model *student, model *teacher, const tokenize
     o->pids = xcalloc(n, sizeof *o->pids);
     int longest = 0;
     for (long i = 0; i < n && !*err; i++) {
-        json_t *msgs = prompt_messages(json_array_get(prompts, i));
-        char *e = NULL, *text = msgs ? chat_render_generation_prompt(msgs, NULL, c->enable_thinking, &e) : NULL;
-        if (!msgs) *err = xasprintf("prompt %ld: no user message", i + 1);
-        else if (!text) *err = xasprintf("prompt %ld: %s", i + 1, e);
-        else if (tok_encode(t, text, strlen(text), &o->pids[i]))
-            *err = xasprintf("prompt %ld: cannot be encoded", i + 1);
+        char *e = NULL;
+        if (opd_prompt_ids(t, json_array_get(prompts, i), c->enable_thinking, &o->pids[i], &e))
+            *err = xasprintf("prompt %ld: %s", i + 1, e);
         if ((int)o->pids[i].n > longest) longest = (int)o->pids[i].n;
         free(e);
-        free(text);
-        json_decref(msgs);
     }
     int lim = student->cfg.max_position_embeddings < teacher->cfg.max_position_embeddings
               ? student->cfg.max_position_embeddings : teacher->cfg.max_position_embeddings;

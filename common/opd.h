@@ -65,6 +65,14 @@ typedef struct {
 
 typedef struct opd opd;
 
+/* The generation prompt of one prompt record: its messages up to and
+ * including the first user message, rendered with enable_thinking
+ * (CHAT_THINK_*) and encoded by chat_prompt_encode, so a viewer's
+ * "<|im_start|>" or "<tool_call>" stays text.  Appends to ids.  0, or -1
+ * with *err (malloc'd). */
+int   opd_prompt_ids(const tokenizer *t, const json_t *rec, int enable_thinking, tok_ids *ids,
+                     char **err);
+
 /* student and teacher borrowed (teacher's weights never written);
  * prompts an array of records.  NULL with *err on a prompt that cannot be
  * rendered (naming its index). */

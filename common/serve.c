@@ -415,14 +415,13 @@ char *serve_forced_prefix(const serve_request *r)
 
 int serve_chat_encode(const serve_request *r, const tokenizer *t, tok_ids *ids, char **err)
 {
-    chat_opts o = { r->tool_choice == SERVE_TC_NONE ? NULL : r->tools, 1, r->enable_thinking };
-    chat_text ct;
-    if (chat_render(&ct, r->messages, &o, err)) return 400;
-    char *pre = serve_forced_prefix(r);
-    int bad = chat_text_encode(t, &ct, 0, ids, NULL) || tok_encode(t, pre, strlen(pre), ids);
+    if (chat_prompt_encode(t, r->messages, r->tool_choice == SERVE_TC_NONE ? NULL : r->tools,
+                           r->enable_thinking, ids, err))
+        return 400;
+    char *pre = serve_forced_prefix(r);   /* the server's own text: its control tokens count */
+    int bad = tok_encode(t, pre, strlen(pre), ids);
     free(pre);
-    chat_text_free(&ct);
-    if (bad) { *err = xstrdup("the messages are not valid UTF-8"); return 400; }
+    if (bad) { *err = xstrdup("the tool name is not valid UTF-8"); return 400; }
     return 0;
 }
 

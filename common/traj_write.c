@@ -84,10 +84,24 @@ static void put_jansson(sbuf *b, const json_t *v)
         hat_die("cannot serialise JSON value");
 }
 
-/* Bytes dump_string writes unchanged: printable ASCII but '"' and '\\'. */
+/* Bytes dump_string writes unchanged: printable ASCII but '"' and '\\'.
+ * Eight bytes at a time (most of a line is such text): a word holds a
+ * byte outside the set when some byte is < 0x20, >= 0x7f, '"' or '\\'. */
+#define TW_ONES  0x0101010101010101ULL
+#define TW_HIGHS 0x8080808080808080ULL
 static int plain(const char *s, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, s + i, 8);
+        uint64_t lo = (x - TW_ONES * 0x20) & ~x;          /* a byte < 0x20 (or >= 0x80) */
+        uint64_t del = (x + TW_ONES * 0x01) & TW_HIGHS;   /* a byte >= 0x7f */
+        uint64_t q = x ^ (TW_ONES * '"'), b = x ^ (TW_ONES * '\\');
+        uint64_t eq = ((q - TW_ONES) & ~q) | ((b - TW_ONES) & ~b);
+        if ((lo | del | eq | x) & TW_HIGHS) return 0;
+    }
+    for (; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c < 0x20 || c > 0x7e || c == '"' || c == '\\') return 0;
     }
@@ -136,6 +150,15 @@ static void put_string(traj_writer *w, sbuf *b, const json_t *v)
     w->nslot++;
 }
 
+/* One byte of layout, without a call while the buffer has room. */
+static inline void put_byte(sbuf *b, char c)
+{
+    if (b->len + 1 < b->cap) {
+        b->s[b->len++] = c;
+        b->s[b->len] = 0;
+    } else sbuf_putc(b, c);
+}
+
 void traj_writer_json(traj_writer *w, sbuf *b, const json_t *v)
 {
     if (!TW_OWN_LAYOUT) { put_jansson(b, v); return; }
@@ -144,9 +167,9 @@ void traj_writer_json(traj_writer *w, sbuf *b, const json_t *v)
         const char *k;
         json_t *x;
         int first = 1;
-        sbuf_putc(b, '{');
+        put_byte(b, '{');
         json_object_foreach((json_t *)v, k, x) {
-            if (!first) sbuf_putc(b, ',');
+            if (!first) put_byte(b, ',');
             first = 0;
             size_t kn = strlen(k);
             if (plain(k, kn)) put_plain(b, k, kn);
@@ -155,21 +178,21 @@ void traj_writer_json(traj_writer *w, sbuf *b, const json_t *v)
                 put_jansson(b, ks);
                 json_decref(ks);
             }
-            sbuf_putc(b, ':');
+            put_byte(b, ':');
             traj_writer_json(w, b, x);
         }
-        sbuf_putc(b, '}');
+        put_byte(b, '}');
         return;
     }
     case JSON_ARRAY: {
         size_t i;
         json_t *x;
-        sbuf_putc(b, '[');
+        put_byte(b, '[');
         json_array_foreach(v, i, x) {
-            if (i) sbuf_putc(b, ',');
+            if (i) put_byte(b, ',');
             traj_writer_json(w, b, x);
         }
-        sbuf_putc(b, ']');
+        put_byte(b, ']');
         return;
     }
     case JSON_STRING:

@@ -32,7 +32,7 @@ H="$top/examples/harness"
 "$HAT_BIN/tok-train" --chat -n 4096 -o "$T/tok.json" "$T/traj.jsonl" || exit 1
 "$HAT_BIN/model-init" --preset tiny --tokenizer "$T/tok.json" --seed 1 -o "$T/m.ckpt" || exit 1
 jq -c 'select(.set != "ifeval")' "$T/cases.jsonl" >"$T/agent.jsonl"
-jq -c 'select(.set == "ifeval") | {id, text}' "$T/cases.jsonl" | "$HAT_BIN/tok-encode" -t "$T/tok.json" >"$T/ifeval.jsonl" || exit 1
+jq -c 'select(.set == "ifeval") | {id, messages, enable_thinking}' "$T/cases.jsonl" >"$T/ifeval.jsonl" || exit 1
 stop=$(echo '{"text":"<|im_end|>"}' | "$HAT_BIN/tok-encode" -t "$T/tok.json" | jq '.ids[0]')
 na=$(wc -l <"$T/agent.jsonl") ni=$(wc -l <"$T/ifeval.jsonl")
 now() { date +%s.%N; }

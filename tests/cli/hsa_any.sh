@@ -134,3 +134,27 @@ traj-gen --world "$T/w.json" --harness "$FR" --seed 2 "$T/ct.jsonl" |
 judge --world "$T/w.json" --tasks "$T/ct.jsonl" "$T/ef.jsonl" >"$T/evf.jsonl"
 vf=$(jq -c 'select(.task_id | startswith("variant")) | select(.pass | not)' "$T/evf.jsonl" | wc -l)
 [ "$vf" -gt $((nv / 2)) ] && pass "fixed-harness teacher fails variant cases" || flunk "fixed-harness teacher fails variant cases" "$vf of $nv"
+
+# evalset --bank: the bank hsa-bank made above rewords the variant cases
+# with its held-out alternatives, never the train ones; the teacher still
+# passes every case; a bank for another harness is refused.
+ok "evalset --bank" evalset --world "$T/w.json" --harness "$FR" -n 120 --seed 2 --sets variant \
+    --bank "$T/bank.json" -o "$T/bcases.jsonl"
+nb=$(jq -c 'select(.set == "variant") | select([.harness | .. | strings | select(startswith("To be clear: "))] | length > 0)' \
+    "$T/bcases.jsonl" | wc -l)
+nvb=$(jq -c 'select(.set == "variant")' "$T/bcases.jsonl" | wc -l)
+[ "$nb" -gt $((nvb / 2)) ] && pass "held-out bank alternatives in variant cases" ||
+    flunk "held-out bank alternatives in variant cases" "$nb of $nvb cases"
+hasnt "train bank alternatives unused by evalset" "$T/bcases.jsonl" 'In short: '
+hasnt "no bank, no bank alternatives" "$T/cases.jsonl" 'To be clear: '
+jq -c 'select(.task) | .task' "$T/bcases.jsonl" >"$T/bct.jsonl"
+jq -c 'select(.task) | .task + {harness: .harness}' "$T/bcases.jsonl" | traj-gen --world "$T/w.json" --seed 2 >"$T/bet.jsonl"
+judge --world "$T/w.json" --tasks "$T/bct.jsonl" "$T/bet.jsonl" >"$T/bev.jsonl"
+nf=$(grep -c '"pass":false' "$T/bev.jsonl")
+[ "$nf" -eq 0 ] && pass "teacher passes every bank-worded case" || flunk "teacher passes every bank-worded case" "$nf failed"
+fails "evalset: a bank for another harness" 1 evalset --world "$T/w.json" --harness "$EX" -n 20 --sets variant \
+    --bank "$T/bank.json" -o "$T/other.jsonl"
+has "other harness's bank named" "$T/.err" "bank.json: no heldout alternative for any of the harness's [0-9]+ texts"
+[ ! -e "$T/other.jsonl" ] && pass "nothing written for a refused bank" || flunk "nothing written for a refused bank"
+fails "evalset: an edited bank" 1 evalset --world "$T/w.json" --harness "$FR" -n 20 --sets variant --bank "$T/badbank.json"
+has "edited bank entry named" "$T/.err" "badbank.json: texts/[0-9a-f]+/train/0: adds '7'"
