@@ -13,7 +13,8 @@
  *     (lanes summed in a fixed tree, then the tail), whether it is
  *     computed in a 4-row tile or alone; threads split the outputs;
  *   - attention_rows: one (row, kv head) task at a time against that
- *     row's own cache;
+ *     row's own cache, whose first rows may be a prefix shared with other
+ *     sequences (the same keys, read from one copy);
  *   - rmsnorm_rows, rope_rows, swiglu_rows: per-row loops.
  * So row r's bits depend only on row r: batch invariance, exact KV-cache
  * reuse and token-for-token speculative verification follow.
@@ -248,88 +249,143 @@ static inline __attribute__((always_inline)) float lanes8(v8 a)
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
-/* Scaled scores q.k for keys [0, n) of kv head kh into p[0, n): each an
- * 8-lane dot product over D (chunks in order), lanes summed as lanes8,
- * then the D % 8 tail in order. */
-static inline __attribute__((always_inline)) void att_scores(float *p, const float *q, const float *kc, int n, int KV, int kh, int D,
-                              float scale)
+/* Scaled scores q.k for keys [0, n) of kv head kh, for G query heads at
+ * once (q + h*D into p + h*ps): each an 8-lane dot product over D (chunks
+ * in order), lanes summed as lanes8, then the D % 8 tail in order.  G = 2
+ * loads each key once for both heads of a group: the same bits, half the
+ * cache traffic (attention reads keys faster than L2 serves them). */
+static inline __attribute__((always_inline)) void att_scores(float *p, size_t ps, const float *q, const float *kc,
+                                                            int n, int KV, int kh, int D, float scale, int G)
 {
     int D8 = D / 8 * 8, s = 0;
     size_t ks = (size_t)KV * D;
     const float *k0 = kc + (size_t)kh * D;
     for (; s + 8 <= n; s += 8) {
-        v8 acc[8];
-        UNROLL for (int j = 0; j < 8; j++) acc[j] = (v8){ 0 };
+        v8 acc[2][8];
+        UNROLL for (int h = 0; h < G; h++) UNROLL for (int j = 0; j < 8; j++) acc[h][j] = (v8){ 0 };
         for (int i = 0; i < D8; i += 8) {
-            v8 qv = *(const v8u *)(q + i);
-            UNROLL for (int j = 0; j < 8; j++) acc[j] += qv * *(const v8u *)(k0 + (s + j) * ks + i);
+            v8 qv[2];
+            UNROLL for (int h = 0; h < G; h++) qv[h] = *(const v8u *)(q + h * D + i);
+            UNROLL for (int j = 0; j < 8; j++) {
+                v8 kv = *(const v8u *)(k0 + (s + j) * ks + i);
+                UNROLL for (int h = 0; h < G; h++) acc[h][j] += qv[h] * kv;
+            }
         }
-        float d[8];
-        sum8x8(d, acc);
-        for (int j = 0; j < 8; j++) {
-            float t = d[j];
-            for (int i = D8; i < D; i++) t += q[i] * k0[(s + j) * ks + i];
-            p[s + j] = t * scale;
+        UNROLL for (int h = 0; h < G; h++) {
+            float d[8];
+            sum8x8(d, acc[h]);
+            for (int j = 0; j < 8; j++) {
+                float t = d[j];
+                for (int i = D8; i < D; i++) t += q[h * D + i] * k0[(s + j) * ks + i];
+                p[h * ps + s + j] = t * scale;
+            }
         }
     }
-    for (; s < n; s++) {
-        v8 acc = { 0 };
-        for (int i = 0; i < D8; i += 8) acc += *(const v8u *)(q + i) * *(const v8u *)(k0 + s * ks + i);
-        float t = lanes8(acc);
-        for (int i = D8; i < D; i++) t += q[i] * k0[s * ks + i];
-        p[s] = t * scale;
-    }
+    for (; s < n; s++)
+        for (int h = 0; h < G; h++) {
+            v8 acc = { 0 };
+            for (int i = 0; i < D8; i += 8) acc += *(const v8u *)(q + h * D + i) * *(const v8u *)(k0 + s * ks + i);
+            float t = lanes8(acc);
+            for (int i = D8; i < D; i++) t += q[h * D + i] * k0[s * ks + i];
+            p[h * ps + s] = t * scale;
+        }
 }
 
 /* o[0, D) = sum over keys s in order of p[s] * v[s] from 0, each element
- * its own chain; a block of 64 (or 8) elements stays in registers across
- * the keys, where adding into o in memory made every key a store-to-load
- * round trip. */
-static inline __attribute__((always_inline)) void att_values(float *o, const float *p, const float *vc, int n,
-                                                            int KV, int kh, int D)
+ * its own chain, for G heads (p + h*ps into o + h*D); a block of 64 (or
+ * 8) elements stays in registers across the keys, where adding into o in
+ * memory made every key a store-to-load round trip.  Keys [0, np) are
+ * read from the shared prefix vp, keys [np, n) from the row's own cache
+ * vc (indexed by position): the chains run on unbroken, so neither the
+ * split nor G changes a bit.  G = 2 halves the loads of V, as above. */
+#define VROW(s) ((s) < np ? vp0 + (s) * vs : v0 + (s) * vs)
+#define VBLOCK(S0, S1, BASE)                                                              \
+    for (int s = (S0); s < (S1); s++) {                                                   \
+        v8 w[2];                                                                          \
+        UNROLL for (int h = 0; h < G; h++) w[h] = (v8){ 0 } + p[h * ps + s];              \
+        UNROLL for (int j = 0; j < 8; j++) {                                              \
+            v8 x = *(const v8u *)((BASE) + s * vs + i + 8 * j);                           \
+            UNROLL for (int h = 0; h < G; h++) acc[h][j] += w[h] * x;                     \
+        }                                                                                 \
+    }
+static inline __attribute__((always_inline)) void att_values(float *o, const float *p, size_t ps,
+                                                            const float *vp, int np, const float *vc,
+                                                            int n, int KV, int kh, int D, int G)
 {
     size_t vs = (size_t)KV * D;
-    const float *v0 = vc + (size_t)kh * D;
+    const float *v0 = vc + (size_t)kh * D, *vp0 = vp ? vp + (size_t)kh * D : v0;
     int i = 0;
     for (; i + 64 <= D; i += 64) {
-        v8 acc[8];
-        UNROLL for (int j = 0; j < 8; j++) acc[j] = (v8){ 0 };
-        for (int s = 0; s < n; s++) {
-            v8 w = (v8){ 0 } + p[s];
-            UNROLL for (int j = 0; j < 8; j++) acc[j] += w * *(const v8u *)(v0 + s * vs + i + 8 * j);
+        v8 acc[2][8];
+        UNROLL for (int h = 0; h < G; h++) UNROLL for (int j = 0; j < 8; j++) acc[h][j] = (v8){ 0 };
+        VBLOCK(0, np, vp0)
+        VBLOCK(np, n, v0)
+        UNROLL for (int h = 0; h < G; h++) UNROLL for (int j = 0; j < 8; j++)
+            *(v8u *)(o + h * D + i + 8 * j) = acc[h][j];
+    }
+    for (int h = 0; h < G; h++) {
+        const float *ph = p + h * ps;
+        float *oh = o + h * D;
+        int i2 = i;
+        for (; i2 + 8 <= D; i2 += 8) {
+            v8 acc = { 0 };
+            for (int s = 0; s < n; s++) acc += ((v8){ 0 } + ph[s]) * *(const v8u *)(VROW(s) + i2);
+            *(v8u *)(oh + i2) = acc;
         }
-        UNROLL for (int j = 0; j < 8; j++) *(v8u *)(o + i + 8 * j) = acc[j];
-    }
-    for (; i + 8 <= D; i += 8) {
-        v8 acc = { 0 };
-        for (int s = 0; s < n; s++) acc += ((v8){ 0 } + p[s]) * *(const v8u *)(v0 + s * vs + i);
-        *(v8u *)(o + i) = acc;
-    }
-    for (; i < D; i++) {
-        float t = 0;
-        for (int s = 0; s < n; s++) t += p[s] * v0[s * vs + i];
-        o[i] = t;
+        for (; i2 < D; i2++) {
+            float t = 0;
+            for (int s = 0; s < n; s++) t += ph[s] * VROW(s)[i2];
+            oh[i2] = t;
+        }
     }
 }
+#undef VBLOCK
+#undef VROW
 
-/* Query heads h0..h0+g-1 of one row, all reading kv head kh of a cache
- * (S, KV, D) rows 0..n-1. */
-HAT_CLONES
-static void att_task(float *out, float *p, const float *q, const float *kc, const float *vc,
-                     int n, int g, int KV, int kh, int D, int stride)
+/* Softmax of a row's scores p[0, n) in place. */
+static inline __attribute__((always_inline)) void att_softmax(float *ph, int n)
+{
+    float mx = -INFINITY, sum = 0;
+    /* a maximum is exact in any order: vectorised (the scalar chain of
+     * dependent maxss was a tenth of a rollout's attention) */
+    #pragma omp simd reduction(max:mx)
+    for (int s = 0; s < n; s++) mx = ph[s] > mx ? ph[s] : mx;
+    #pragma omp simd reduction(+:sum)
+    for (int s = 0; s < n; s++) { ph[s] = vexpf(ph[s] - mx); sum += ph[s]; }
+    float inv = 1.0f / sum;
+    #pragma omp simd
+    for (int s = 0; s < n; s++) ph[s] *= inv;
+}
+
+/* Query heads h0..h0+G-1 of one row, all reading kv head kh: keys
+ * [0, np) of the shared prefix kp/vp (np, KV, D), keys [np, n) of the
+ * row's cache kc/vc (S, KV, D).  Each score is the same dot product
+ * whichever part its key is in. */
+static inline __attribute__((always_inline)) void att_heads(float *out, float *p, const float *q,
+                                                           const float *kp, const float *vp, int np,
+                                                           const float *kc, const float *vc, int n,
+                                                           int KV, int kh, int D, int stride, int G)
 {
     float scale = 1.0f / sqrtf((float)D);
-    for (int h = 0; h < g; h++) att_scores(p + (size_t)h * stride, q + (size_t)h * D, kc, n, KV, kh, D, scale);
-    for (int h = 0; h < g; h++) {
-        float *ph = p + (size_t)h * stride, mx = -INFINITY, sum = 0;
-        for (int s = 0; s < n; s++) mx = ph[s] > mx ? ph[s] : mx;
-        #pragma omp simd reduction(+:sum)
-        for (int s = 0; s < n; s++) { ph[s] = vexpf(ph[s] - mx); sum += ph[s]; }
-        float inv = 1.0f / sum;
-        #pragma omp simd
-        for (int s = 0; s < n; s++) ph[s] *= inv;
-        att_values(out + (size_t)h * D, ph, vc, n, KV, kh, D);
-    }
+    size_t ks = (size_t)KV * D;
+    if (np) att_scores(p, stride, q, kp, np, KV, kh, D, scale, G);
+    att_scores(p + np, stride, q, kc + np * ks, n - np, KV, kh, D, scale, G);
+    for (int h = 0; h < G; h++) att_softmax(p + (size_t)h * stride, n);
+    att_values(out, p, stride, vp, np, vc, n, KV, kh, D, G);
+}
+
+/* The g query heads of kv head kh of one row: two at a time. */
+HAT_CLONES
+static void att_task(float *out, float *p, const float *q, const float *kp, const float *vp, int np,
+                     const float *kc, const float *vc, int n, int g, int KV, int kh, int D, int stride)
+{
+    int h = 0;
+    for (; h + 2 <= g; h += 2)
+        att_heads(out + (size_t)h * D, p + (size_t)h * stride, q + (size_t)h * D, kp, vp, np, kc, vc, n,
+                  KV, kh, D, stride, 2);
+    for (; h < g; h++)
+        att_heads(out + (size_t)h * D, p + (size_t)h * stride, q + (size_t)h * D, kp, vp, np, kc, vc, n,
+                  KV, kh, D, stride, 1);
 }
 
 size_t attention_rows_scratch(int max_ctx, int H, int KV)
@@ -337,19 +393,20 @@ size_t attention_rows_scratch(int max_ctx, int H, int KV)
     return (size_t)omp_get_max_threads() * (H / KV) * max_ctx;
 }
 
-void attention_rows(float *out, float *scratch, const float *q, float *const *kc,
-                    float *const *vc, const int *n_ctx, int R, int H, int KV, int D, int max_ctx)
+void attention_rows(float *out, float *scratch, const float *q, const attn_rows *a, int R,
+                    int H, int KV, int D, int max_ctx)
 {
     int g = H / KV, tasks = R * KV;
     double work = 0;
-    for (int r = 0; r < R; r++) work += (double)n_ctx[r] * H * D * 2;
+    for (int r = 0; r < R; r++) work += (double)a->n_ctx[r] * H * D * 2;
     int nt = nthreads(work);
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
     for (int t = 0; t < tasks; t++) {
-        int r = t / KV, kh = t % KV;
+        int r = t / KV, kh = t % KV, np = a->n_pre ? a->n_pre[r] : 0;
         float *p = scratch + (size_t)omp_get_thread_num() * g * max_ctx;
         att_task(out + ((size_t)r * H + (size_t)kh * g) * D, p, q + ((size_t)r * H + (size_t)kh * g) * D,
-                 kc[r], vc[r], n_ctx[r], g, KV, kh, D, max_ctx);
+                 np ? a->kp[r] : NULL, np ? a->vp[r] : NULL, np, a->kc[r], a->vc[r], a->n_ctx[r],
+                 g, KV, kh, D, max_ctx);
     }
 }
 

@@ -141,14 +141,32 @@ static void attention_rows_matches_reference(void)
         float *kc[21], *vc[21];
         int n[21];
         for (int t = 0; t < T; t++) { kc[t] = k; vc[t] = v; n[t] = t + 1; }
-        attention_rows(out, scratch, q, kc, vc, n, T, H, KV, D, T);
+        attn_rows all = { kc, vc, n, NULL, NULL, NULL };
+        attention_rows(out, scratch, q, &all, T, H, KV, D, T);
         double err = 0;
         for (int i = 0; i < T * H * D; i++) err = fmax(err, fabs(out[i] - ref[i]));
         CHECK(err < 1e-5);
         int ok = 1;
         for (int t = 0; t < T; t++) {          /* each row alone: the same bits */
-            attention_rows(one, scratch, q + (size_t)t * H * D, kc + t, vc + t, n + t, 1, H, KV, D, T);
+            attn_rows a = { kc + t, vc + t, n + t, NULL, NULL, NULL };
+            attention_rows(one, scratch, q + (size_t)t * H * D, &a, 1, H, KV, D, T);
             ok &= same_bits(one, out + (size_t)t * H * D, (size_t)H * D);
+            /* the same keys, [0, np) read from a separate prefix copy: the same bits */
+            for (int np = 1; np < n[t]; np += 3) {
+                size_t pre = (size_t)np * KV * D;
+                float *kp1 = xmalloc(pre * sizeof(float)), *vp1 = xmalloc(pre * sizeof(float));
+                memcpy(kp1, k, pre * sizeof(float));
+                memcpy(vp1, v, pre * sizeof(float));
+                const float *kp = kp1, *vp = vp1;
+                float *kc2 = xmalloc((size_t)T * KV * D * sizeof(float)), *vc2 = xmalloc((size_t)T * KV * D * sizeof(float));
+                for (size_t i = 0; i < (size_t)T * KV * D; i++) kc2[i] = vc2[i] = NAN;   /* rows below np unread */
+                memcpy(kc2 + (size_t)np * KV * D, k + (size_t)np * KV * D, (size_t)(T - np) * KV * D * sizeof(float));
+                memcpy(vc2 + (size_t)np * KV * D, v + (size_t)np * KV * D, (size_t)(T - np) * KV * D * sizeof(float));
+                attn_rows b = { &kc2, &vc2, n + t, &kp, &vp, &np };
+                attention_rows(one, scratch, q + (size_t)t * H * D, &b, 1, H, KV, D, T);
+                ok &= same_bits(one, out + (size_t)t * H * D, (size_t)H * D);
+                free(kc2); free(vc2); free(kp1); free(vp1);
+            }
         }
         CHECK(ok);
         free(q); free(k); free(v); free(ref); free(att); free(out); free(one); free(scratch);
