@@ -44,6 +44,7 @@ struct rollout {
     char            *name;
     gen_engine      *e;
     int              max_convs, max_len, im_end, eos;
+    int              no_share;          /* rollout_set_shared_prefix(r, 0) */
     conv            *c;
     rollout_result **done;            /* FIFO of finished conversations */
     int              ndone, done_head, done_cap;
@@ -119,6 +120,7 @@ void rollout_free(rollout *r)
 
 void rollout_set_judge(rollout *r, judge *j) { r->j = j; }
 void rollout_set_policy(rollout *r, rollout_policy_fn fn, void *ctx) { r->policy = fn; r->policy_ctx = ctx; }
+void rollout_set_shared_prefix(rollout *r, int on) { r->no_share = !on; }
 void rollout_set_name(rollout *r, const char *name) { free(r->name); r->name = name ? xstrdup(name) : NULL; }
 rollout_stats rollout_get_stats(const rollout *r) { return r->st; }
 
@@ -442,7 +444,7 @@ static void policy_turn(rollout *r, conv *c)
  * what follows cannot change the ids before it).  0 when there is none. */
 static int shared_len(const rollout *r, const conv *c)
 {
-    for (size_t i = 0; i < c->ids.n; i++)
+    for (size_t i = 0; !r->no_share && i < c->ids.n; i++)
         if (c->ids.v[i] == r->im_end) return (int)i + 1;
     return 0;
 }
