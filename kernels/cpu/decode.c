@@ -296,8 +296,10 @@ static inline __attribute__((always_inline)) void att_scores(float *p, size_t ps
  * 8) elements stays in registers across the keys, where adding into o in
  * memory made every key a store-to-load round trip.  Keys [0, np) are
  * read from the shared prefix vp, keys [np, n) from the row's own cache
- * vc (indexed by position): the chains run on unbroken, so neither the
- * split nor G changes a bit.  G = 2 halves the loads of V, as above. */
+ * vc (indexed by position).  This call adds keys [s0, s1) to the chains:
+ * from 0 when s0 == 0, else from the partial sums in o, so that running
+ * the keys in pieces, splitting them at np, or G, changes no bit.  G = 2
+ * halves the loads of V, as above. */
 #define VROW(s) ((s) < np ? vp0 + (s) * vs : v0 + (s) * vs)
 #define VBLOCK(S0, S1, BASE)                                                              \
     for (int s = (S0); s < (S1); s++) {                                                   \
@@ -310,16 +312,17 @@ static inline __attribute__((always_inline)) void att_scores(float *p, size_t ps
     }
 static inline __attribute__((always_inline)) void att_values(float *o, const float *p, size_t ps,
                                                             const float *vp, int np, const float *vc,
-                                                            int n, int KV, int kh, int D, int G)
+                                                            int s0, int s1, int KV, int kh, int D, int G)
 {
     size_t vs = (size_t)KV * D;
     const float *v0 = vc + (size_t)kh * D, *vp0 = vp ? vp + (size_t)kh * D : v0;
-    int i = 0;
+    int i = 0, mid = np < s0 ? s0 : np > s1 ? s1 : np;
     for (; i + 64 <= D; i += 64) {
         v8 acc[2][8];
-        UNROLL for (int h = 0; h < G; h++) UNROLL for (int j = 0; j < 8; j++) acc[h][j] = (v8){ 0 };
-        VBLOCK(0, np, vp0)
-        VBLOCK(np, n, v0)
+        UNROLL for (int h = 0; h < G; h++) UNROLL for (int j = 0; j < 8; j++)
+            acc[h][j] = s0 ? *(const v8u *)(o + h * D + i + 8 * j) : (v8){ 0 };
+        VBLOCK(s0, mid, vp0)
+        VBLOCK(mid, s1, v0)
         UNROLL for (int h = 0; h < G; h++) UNROLL for (int j = 0; j < 8; j++)
             *(v8u *)(o + h * D + i + 8 * j) = acc[h][j];
     }
@@ -328,13 +331,13 @@ static inline __attribute__((always_inline)) void att_values(float *o, const flo
         float *oh = o + h * D;
         int i2 = i;
         for (; i2 + 8 <= D; i2 += 8) {
-            v8 acc = { 0 };
-            for (int s = 0; s < n; s++) acc += ((v8){ 0 } + ph[s]) * *(const v8u *)(VROW(s) + i2);
+            v8 acc = s0 ? *(const v8u *)(oh + i2) : (v8){ 0 };
+            for (int s = s0; s < s1; s++) acc += ((v8){ 0 } + ph[s]) * *(const v8u *)(VROW(s) + i2);
             *(v8u *)(oh + i2) = acc;
         }
         for (; i2 < D; i2++) {
-            float t = 0;
-            for (int s = 0; s < n; s++) t += ph[s] * VROW(s)[i2];
+            float t = s0 ? oh[i2] : 0;
+            for (int s = s0; s < s1; s++) t += ph[s] * VROW(s)[i2];
             oh[i2] = t;
         }
     }
@@ -357,56 +360,103 @@ static inline __attribute__((always_inline)) void att_softmax(float *ph, int n)
     for (int s = 0; s < n; s++) ph[s] *= inv;
 }
 
-/* Query heads h0..h0+G-1 of one row, all reading kv head kh: keys
- * [0, np) of the shared prefix kp/vp (np, KV, D), keys [np, n) of the
- * row's cache kc/vc (S, KV, D).  Each score is the same dot product
- * whichever part its key is in. */
-static inline __attribute__((always_inline)) void att_heads(float *out, float *p, const float *q,
-                                                           const float *kp, const float *vp, int np,
-                                                           const float *kc, const float *vc, int n,
-                                                           int KV, int kh, int D, int stride, int G)
+/* Rows of one task: NR (up to ATT_GROUP) rows on the same shared prefix
+ * (or one row), their queries, outputs, own caches and lengths. */
+#define ATT_GROUP 4
+#define ATT_CHUNK 64     /* prefix keys whose K or V rows stay in L1 while every row of a group uses them */
+typedef struct {
+    int nr, np;
+    const float *kp, *vp;
+    const float *q[ATT_GROUP], *kc[ATT_GROUP], *vc[ATT_GROUP];
+    float *out[ATT_GROUP], *p[ATT_GROUP];
+    int n[ATT_GROUP];
+} att_group;
+
+/* G query heads (h0 on) of kv head kh for every row of a group: the
+ * prefix keys chunk by chunk, each chunk for all rows while it is in L1
+ * (rows of one prefix read it from the cache once, not once each); then
+ * each row's own keys.  Every score and every value chain is what one row
+ * alone computes. */
+static inline __attribute__((always_inline)) void att_heads(const att_group *g, int h0, int KV, int kh,
+                                                           int D, int stride, int G)
 {
     float scale = 1.0f / sqrtf((float)D);
-    size_t ks = (size_t)KV * D;
-    if (np) att_scores(p, stride, q, kp, np, KV, kh, D, scale, G);
-    att_scores(p + np, stride, q, kc + np * ks, n - np, KV, kh, D, scale, G);
-    for (int h = 0; h < G; h++) att_softmax(p + (size_t)h * stride, n);
-    att_values(out, p, stride, vp, np, vc, n, KV, kh, D, G);
+    size_t ks = (size_t)KV * D, hq = (size_t)h0 * D, hp = (size_t)h0 * stride;
+    int np = g->np;
+    for (int s0 = 0; s0 < np; s0 += ATT_CHUNK) {
+        int c = np - s0 < ATT_CHUNK ? np - s0 : ATT_CHUNK;
+        for (int r = 0; r < g->nr; r++)
+            att_scores(g->p[r] + hp + s0, stride, g->q[r] + hq, g->kp + s0 * ks, c, KV, kh, D, scale, G);
+    }
+    for (int r = 0; r < g->nr; r++) {
+        att_scores(g->p[r] + hp + np, stride, g->q[r] + hq, g->kc[r] + np * ks, g->n[r] - np, KV, kh, D,
+                   scale, G);
+        for (int h = 0; h < G; h++) att_softmax(g->p[r] + hp + (size_t)h * stride, g->n[r]);
+    }
+    for (int s0 = 0; s0 < np; s0 += ATT_CHUNK) {
+        int s1 = np - s0 < ATT_CHUNK ? np : s0 + ATT_CHUNK;
+        for (int r = 0; r < g->nr; r++)
+            att_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], s0, s1, KV, kh, D, G);
+    }
+    for (int r = 0; r < g->nr; r++)
+        att_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], np, g->n[r], KV, kh, D, G);
 }
 
-/* The g query heads of kv head kh of one row: two at a time. */
+/* The gq query heads of kv head kh for a group's rows: two at a time. */
 HAT_CLONES
-static void att_task(float *out, float *p, const float *q, const float *kp, const float *vp, int np,
-                     const float *kc, const float *vc, int n, int g, int KV, int kh, int D, int stride)
+static void att_task(const att_group *g, int gq, int KV, int kh, int D, int stride)
 {
     int h = 0;
-    for (; h + 2 <= g; h += 2)
-        att_heads(out + (size_t)h * D, p + (size_t)h * stride, q + (size_t)h * D, kp, vp, np, kc, vc, n,
-                  KV, kh, D, stride, 2);
-    for (; h < g; h++)
-        att_heads(out + (size_t)h * D, p + (size_t)h * stride, q + (size_t)h * D, kp, vp, np, kc, vc, n,
-                  KV, kh, D, stride, 1);
+    for (; h + 2 <= gq; h += 2) att_heads(g, h, KV, kh, D, stride, 2);
+    for (; h < gq; h++) att_heads(g, h, KV, kh, D, stride, 1);
 }
 
 size_t attention_rows_scratch(int max_ctx, int H, int KV)
 {
-    return (size_t)omp_get_max_threads() * (H / KV) * max_ctx;
+    return (size_t)omp_get_max_threads() * ATT_GROUP * (H / KV) * max_ctx;
+}
+
+/* Rows a and b read the same shared prefix.  A task takes a run of such
+ * consecutive rows within an aligned block of ATT_GROUP, so that where a
+ * run starts needs no scan (and no memory). */
+static int same_prefix(const attn_rows *a, int x, int y)
+{
+    return a->n_pre && a->n_pre[x] && a->n_pre[x] == a->n_pre[y] && a->kp[x] == a->kp[y];
 }
 
 void attention_rows(float *out, float *scratch, const float *q, const attn_rows *a, int R,
                     int H, int KV, int D, int max_ctx)
 {
-    int g = H / KV, tasks = R * KV;
+    int g = H / KV;
     double work = 0;
     for (int r = 0; r < R; r++) work += (double)a->n_ctx[r] * H * D * 2;
     int nt = nthreads(work);
+    int tasks = R * KV;
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
     for (int t = 0; t < tasks; t++) {
-        int r = t / KV, kh = t % KV, np = a->n_pre ? a->n_pre[r] : 0;
-        float *p = scratch + (size_t)omp_get_thread_num() * g * max_ctx;
-        att_task(out + ((size_t)r * H + (size_t)kh * g) * D, p, q + ((size_t)r * H + (size_t)kh * g) * D,
-                 np ? a->kp[r] : NULL, np ? a->vp[r] : NULL, np, a->kc[r], a->vc[r], a->n_ctx[r],
-                 g, KV, kh, D, max_ctx);
+        /* a row's kv heads one after the other: they interleave in its
+         * cache, and the second reads what the prefetchers brought in
+         * for the first (kv head major was 1.2x slower) */
+        int r0 = t / KV, kh = t % KV;
+        if (r0 % ATT_GROUP && same_prefix(a, r0 - 1, r0)) continue;   /* in the group before */
+        att_group grp;
+        grp.nr = 1;
+        while (r0 + grp.nr < R && (r0 + grp.nr) % ATT_GROUP && same_prefix(a, r0, r0 + grp.nr)) grp.nr++;
+        grp.np = a->n_pre ? a->n_pre[r0] : 0;
+        grp.kp = grp.np ? a->kp[r0] : NULL;
+        grp.vp = grp.np ? a->vp[r0] : NULL;
+        float *p = scratch + (size_t)omp_get_thread_num() * ATT_GROUP * g * max_ctx;
+        for (int i = 0; i < grp.nr; i++) {
+            int r = r0 + i;
+            size_t at = ((size_t)r * H + (size_t)kh * g) * D;
+            grp.q[i] = q + at;
+            grp.out[i] = out + at;
+            grp.kc[i] = a->kc[r];
+            grp.vc[i] = a->vc[r];
+            grp.n[i] = a->n_ctx[r];
+            grp.p[i] = p + (size_t)i * g * max_ctx;
+        }
+        att_task(&grp, g, KV, kh, D, max_ctx);
     }
 }
 

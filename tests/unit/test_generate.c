@@ -168,7 +168,20 @@ static void attention_rows_matches_reference(void)
                 free(kc2); free(vc2); free(kp1); free(vp1);
             }
         }
+        /* all rows at once, those past 5 keys on one 5-row prefix (read in
+         * groups of rows): the same bits */
+        float *kp5 = xmalloc((size_t)5 * KV * D * sizeof(float)), *vp5 = xmalloc((size_t)5 * KV * D * sizeof(float));
+        memcpy(kp5, k, (size_t)5 * KV * D * sizeof(float));
+        memcpy(vp5, v, (size_t)5 * KV * D * sizeof(float));
+        const float *kps[21], *vps[21];
+        int nps[21];
+        for (int t = 0; t < T; t++) { kps[t] = kp5; vps[t] = vp5; nps[t] = n[t] > 5 ? 5 : 0; }
+        float *grouped = xmalloc((size_t)T * H * D * sizeof(float));
+        attn_rows gr = { kc, vc, n, kps, vps, nps };
+        attention_rows(grouped, scratch, q, &gr, T, H, KV, D, T);
+        ok &= same_bits(grouped, out, (size_t)T * H * D);
         CHECK(ok);
+        free(kp5); free(vp5); free(grouped);
         free(q); free(k); free(v); free(ref); free(att); free(out); free(one); free(scratch);
     }
 }
