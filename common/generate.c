@@ -344,8 +344,7 @@ static gen_prefix *prefix_new(gen_engine *e, const int *ids, int n, uint64_t h)
     ensure_rows(e, n);
     for (int r = 0; r < n; r++) { e->tok[r] = ids[r]; e->pos[r] = r; e->slot[r] = -1; }
     forward_main(e, n, x);
-    e->st.steps++;
-    e->st.rows += n;
+    e->st.rows += n;                         /* (not a gen_step: steps unchanged) */
     e->st.prefill_s += hat_now() - t0;
     x->next = e->prefixes;
     e->prefixes = x;

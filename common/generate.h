@@ -142,8 +142,9 @@ int  gen_add(gen_engine *e, const int *prompt, int n, const gen_params *p,
  * on the first gen_add_shared of those token ids (in this call, one
  * pass), kept while any slot's cache starts with them (removed slots
  * included), and read in place by every such sequence's attention
- * instead of being copied.  Keyed by the ids themselves.  Output bits are
- * those of gen_add (the same keys, read from another place).  Falls back
+ * instead of being copied.  Keyed by the ids themselves; a slot holds at
+ * most one, so at most max_seqs are kept.  Output bits are those of
+ * gen_add (the same keys, read from another place).  Falls back
  * to gen_add when n_shared is not in [1, n-1], on the GPU engine, with
  * prefix reuse off, or with MTP drafting (its cache is not shared). */
 int  gen_add_shared(gen_engine *e, const int *prompt, int n, int n_shared, const gen_params *p,
