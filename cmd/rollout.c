@@ -46,13 +46,16 @@ static const char usage[] =
     "                       (greedy output matches the CPU's)\n"
     "  --no-thinking        enable_thinking=false in the generation prompt\n"
     "  --batch N            conversations in flight (default 8)\n"
+    "  --no-shared-prefix   copy the system prompt's KV cache into each conversation\n"
+    "                       instead of computing it once and sharing it (the previous\n"
+    "                       path, for comparison: the same output, slower)\n"
     "  --logprobs           add \"tokens\": {\"ids\",\"mask\",\"logprobs\"}\n"
     "  --seed N             sampling seed (default 1); task i uses stream i\n"
     "  --skip-bad           skip bad task lines and failed conversations, report the count\n"
     "  -o FILE              output (default stdout)\n";
 
 enum { O_CKPT = 1, O_TOK, O_WORLD, O_HARNESS, O_CASES, O_JUDGE, O_JCFG, O_TEMP, O_TOPK, O_TOPP, O_MTP,
-       O_MAXTOK, O_TURNS, O_GENTOK, O_CTX, O_NOTHINK, O_BATCH, O_LOGP, O_DEVICE, O_PRECISION };
+       O_MAXTOK, O_TURNS, O_GENTOK, O_CTX, O_NOTHINK, O_BATCH, O_LOGP, O_DEVICE, O_PRECISION, O_NOSHARE };
 
 /* One conversation between input and output. */
 typedef struct {
@@ -115,11 +118,12 @@ int main(int argc, char **argv)
         { "max-context", required_argument, NULL, O_CTX }, { "no-thinking", no_argument, NULL, O_NOTHINK },
         { "batch", required_argument, NULL, O_BATCH }, { "logprobs", no_argument, NULL, O_LOGP },
         { "mtp", required_argument, NULL, O_MTP }, { "device", required_argument, NULL, O_DEVICE },
-        { "precision", required_argument, NULL, O_PRECISION }, { 0 } };
+        { "precision", required_argument, NULL, O_PRECISION },
+        { "no-shared-prefix", no_argument, NULL, O_NOSHARE }, { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
     const char *ckpath = NULL, *tpath = NULL, *wpath = NULL, *hpath = NULL, *jcfg = NULL;
-    int cases = 0, use_judge = 0, batch = 8, logprobs = 0, max_ctx = 0, opt;
+    int cases = 0, use_judge = 0, batch = 8, logprobs = 0, max_ctx = 0, share = 1, opt;
     rollout_params p = ROLLOUT_PARAMS_INIT;
     gen_device dev = GEN_DEVICE_INIT;
     cli_init(argc, argv);
@@ -143,6 +147,7 @@ int main(int argc, char **argv)
         case O_NOTHINK: p.enable_thinking = CHAT_THINK_OFF; break;
         case O_BATCH: batch = (int)cli_long(&spec, "--batch", optarg, 1, 4096); break;
         case O_LOGP: logprobs = 1; break;
+        case O_NOSHARE: share = 0; break;
         case O_DEVICE: dev.device = gen_device_arg(&spec, optarg); break;
         case O_PRECISION: dev.precision = gen_precision_arg(&spec, optarg); break;
         }
@@ -187,6 +192,7 @@ int main(int argc, char **argv)
         goto out;
     }
     rollout_set_judge(r, jd);
+    rollout_set_shared_prefix(r, share);
     {
         const char *base = strrchr(ckpath, '/');
         rollout_set_name(r, base && base[1] ? base + 1 : ckpath);

@@ -21,13 +21,27 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A shared prompt prefix (gen_add_shared): the K/V of its n tokens,
+ * computed once and read by every sequence that starts with them.  Keyed
+ * by the token ids (hash, then compared in full); refs counts the slots
+ * whose cache starts with it (removed ones included, whose cache stays
+ * readable for reuse); freed when the last lets go. */
+typedef struct gen_prefix {
+    int        n, refs;
+    uint64_t   hash;
+    int       *toks;                      /* (n) */
+    float     *kc, *vc;                   /* (L, n, KV*D) */
+    struct gen_prefix *next;
+} gen_prefix;
+
 typedef struct {
     int        active, status;
     int        len, ntok, mlen;
     int       *toks;                      /* (max_len) */
     int        n_prompt, n_out;           /* output = toks[n_prompt, n_prompt + n_out) */
     float     *logprobs;                  /* (max_len) */
-    float     *kc, *vc;                   /* (L, max_len, KV*D) */
+    float     *kc, *vc;                   /* (L, max_len, KV*D); rows below pre->n unused */
+    gen_prefix *pre;                      /* positions [0, pre->n) live there, or NULL */
     float     *mkc, *mvc;                 /* (max_len, KV*D) MTP block; NULL without MTP */
     int        nd, draft[GEN_MTP_MAX];
     float     *dq;                        /* (GEN_MTP_MAX, V) draft distributions (sampling) */
@@ -50,10 +64,12 @@ struct gen_engine {
     const uint32_t *dblk[7];                /* mtp block: wq wk wv wo wgate wup wdown */
     unsigned long dw_version;
     gen_seq *seq;
+    gen_prefix *prefixes;                   /* live shared prefixes */
     gen_stats st;
     /* row buffers, sized for cap_rows (main and MTP passes share them) */
-    int   *tok, *pos, *slot, *nctx;
+    int   *tok, *pos, *slot, *nctx, *npre;
     float **kcp, **vcp;
+    const float **kpp, **vpp;               /* rows' shared prefixes (npre rows) */
     float *x, *ln, *q, *k, *v, *att, *gate, *up;
     float *mh, *mcat, *mx;                  /* MTP: hidden in, [emb ; hidden], block residual */
     float *att_scratch;
@@ -80,7 +96,7 @@ static void ensure_rows(gen_engine *e, int R)
 #define GROW(p, n) (p = xrealloc(p, (n) * sizeof *p))
     GROW(e->tok, R); GROW(e->pos, R); GROW(e->slot, R); GROW(e->nctx, R);
     if (e->gpu) return;                      /* the rows' data lives on the device */
-    GROW(e->kcp, R); GROW(e->vcp, R);
+    GROW(e->kcp, R); GROW(e->vcp, R); GROW(e->kpp, R); GROW(e->vpp, R); GROW(e->npre, R);
     GROW(e->x, R * C); GROW(e->ln, R * C); GROW(e->q, R * HD); GROW(e->k, R * KD);
     GROW(e->v, R * KD); GROW(e->att, R * HD); GROW(e->gate, R * I); GROW(e->up, R * I);
     if (e->has_mtp) { GROW(e->mh, R * C); GROW(e->mcat, R * 2 * C); GROW(e->mx, R * C); }
@@ -214,7 +230,13 @@ void gen_free(gen_engine *e)
         free(s->mkc); free(s->mvc); free(s->dq);
     }
     free(e->seq);
+    while (e->prefixes) {
+        gen_prefix *x = e->prefixes;
+        e->prefixes = x->next;
+        free(x->toks); free(x->kc); free(x->vc); free(x);
+    }
     free(e->tok); free(e->pos); free(e->slot); free(e->nctx); free(e->kcp); free(e->vcp);
+    free(e->kpp); free(e->vpp); free(e->npre);
     free(e->x); free(e->ln); free(e->q); free(e->k); free(e->v); free(e->att); free(e->gate);
     free(e->up); free(e->mh); free(e->mcat); free(e->mx); free(e->att_scratch);
     free(e->logits); free(e->lnrow); free(e->pdist); free(e->sample_scratch);
@@ -268,8 +290,92 @@ static int common_prefix(const gen_seq *s, const int *ids, int n)
     return k;
 }
 
-/* Copy K/V rows [0, n) (and MTP rows [0, nm)) of src into dst. */
-static void copy_cache(gen_engine *e, gen_seq *dst, const gen_seq *src, int n, int nm)
+/* ---- shared prefixes */
+
+static void prefix_release(gen_engine *e, gen_seq *s)
+{
+    gen_prefix *x = s->pre;
+    s->pre = NULL;
+    if (!x || --x->refs) return;
+    for (gen_prefix **pp = &e->prefixes; *pp; pp = &(*pp)->next)
+        if (*pp == x) { *pp = x->next; break; }
+    free(x->toks); free(x->kc); free(x->vc); free(x);
+}
+
+static void prefix_attach(gen_engine *e, gen_seq *s, gen_prefix *x)
+{
+    if (s->pre == x) return;
+    x->refs++;                               /* first: x may be what s lets go of */
+    prefix_release(e, s);
+    s->pre = x;
+}
+
+static uint64_t ids_hash(const int *ids, int n)
+{
+    uint64_t h = 1469598103934665603ull;     /* FNV-1a over the ids' bytes */
+    const unsigned char *b = (const unsigned char *)ids;
+    for (size_t i = 0; i < (size_t)n * sizeof(int); i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static gen_prefix *prefix_find(const gen_engine *e, const int *ids, int n, uint64_t h)
+{
+    for (gen_prefix *x = e->prefixes; x; x = x->next)
+        if (x->n == n && x->hash == h && !memcmp(x->toks, ids, n * sizeof(int))) return x;
+    return NULL;
+}
+
+static void forward_main(gen_engine *e, int R, const gen_prefix *build);
+
+/* A new prefix of ids[0, n), its K/V computed now in one pass (refs 0:
+ * the caller attaches it). */
+static gen_prefix *prefix_new(gen_engine *e, const int *ids, int n, uint64_t h)
+{
+    const model_config *c = &e->m->cfg;
+    size_t size = (size_t)c->n_layers * n * c->n_kv_heads * c->head_dim;
+    gen_prefix *x = xcalloc(1, sizeof *x);
+    x->n = n;
+    x->hash = h;
+    x->toks = xmalloc(n * sizeof(int));
+    memcpy(x->toks, ids, n * sizeof(int));
+    x->kc = xmalloc(size * sizeof(float));
+    x->vc = xmalloc(size * sizeof(float));
+    double t0 = hat_now();
+    ensure_rows(e, n);
+    for (int r = 0; r < n; r++) { e->tok[r] = ids[r]; e->pos[r] = r; e->slot[r] = -1; }
+    forward_main(e, n, x);
+    e->st.rows += n;                         /* (not a gen_step: steps unchanged) */
+    e->st.prefill_s += hat_now() - t0;
+    x->next = e->prefixes;
+    e->prefixes = x;
+    return x;
+}
+
+/* Copy K/V rows [from, n) between layer-major caches of db and sb rows a layer. */
+static void copy_rows(const model_config *c, float *dk, float *dv, int db, const float *sk,
+                      const float *sv, int sb, int from, int n)
+{
+    size_t KD = (size_t)c->n_kv_heads * c->head_dim;
+    if (n <= from) return;
+    for (int l = 0; l < c->n_layers; l++) {
+        size_t a = ((size_t)l * db + from) * KD, b = ((size_t)l * sb + from) * KD;
+        memcpy(dk + a, sk + b, (n - from) * KD * sizeof(float));
+        memcpy(dv + a, sv + b, (n - from) * KD * sizeof(float));
+    }
+}
+
+/* s's cache now holds only its first k rows: rows its prefix holds
+ * beyond k are copied into its own cache and the prefix let go. */
+static void cut_prefix(gen_engine *e, gen_seq *s, int k)
+{
+    if (!s->pre || s->pre->n <= k) return;
+    copy_rows(&e->m->cfg, s->kc, s->vc, e->max_len, s->pre->kc, s->pre->vc, s->pre->n, 0, k);
+    prefix_release(e, s);
+}
+
+/* Give dst the K/V rows [0, n) (and MTP rows [0, nm)) of src: src's
+ * shared prefix, when n covers it, is shared, not copied. */
+static void copy_cache(gen_engine *e, gen_seq *dst, gen_seq *src, int n, int nm)
 {
     const model_config *c = &e->m->cfg;
     size_t KD = (size_t)c->n_kv_heads * c->head_dim;
@@ -277,11 +383,19 @@ static void copy_cache(gen_engine *e, gen_seq *dst, const gen_seq *src, int n, i
         gen_cuda_copy_cache(e->gpu, (int)(dst - e->seq), (int)(src - e->seq), n);
         return;
     }
-    for (int l = 0; l < c->n_layers; l++) {
-        size_t at = (size_t)l * e->max_len * KD;
-        memcpy(dst->kc + at, src->kc + at, n * KD * sizeof(float));
-        memcpy(dst->vc + at, src->vc + at, n * KD * sizeof(float));
+    int from = 0;
+    gen_prefix *x = src->pre;
+    if (x && x->n <= n) {
+        prefix_attach(e, dst, x);
+        from = x->n;
+    } else {
+        if (x) {
+            copy_rows(c, dst->kc, dst->vc, e->max_len, x->kc, x->vc, x->n, 0, n);
+            from = n;
+        }
+        prefix_release(e, dst);              /* src still holds x */
     }
+    copy_rows(c, dst->kc, dst->vc, e->max_len, src->kc, src->vc, e->max_len, from, n);
     if (nm > 0) {
         memcpy(dst->mkc, src->mkc, nm * KD * sizeof(float));
         memcpy(dst->mvc, src->mvc, nm * KD * sizeof(float));
@@ -295,12 +409,14 @@ static void copy_cache(gen_engine *e, gen_seq *dst, const gen_seq *src, int n, i
 static void reuse(gen_engine *e, int dst, int src, int best, int src_mlen)
 {
     gen_seq *s = &e->seq[dst];
-    const gen_seq *o = &e->seq[src];
+    gen_seq *o = &e->seq[src];
     int mtp = e->has_mtp && s->p.mtp_k > 0;
     int mkeep = src_mlen < best - 1 ? src_mlen : best - 1;
     if (mkeep < 0) mkeep = 0;
     if (mtp) best = mkeep;
     if (src != dst && best > 0) copy_cache(e, s, o, best, mtp ? best : 0);
+    else if (best > 0) cut_prefix(e, s, best);
+    else prefix_release(e, s);
     s->len = best;
     s->mlen = mtp ? best : 0;
     e->st.reused += best;
@@ -340,6 +456,45 @@ int gen_add(gen_engine *e, const int *prompt, int n, const gen_params *p,
         while (k < lim && o->toks[k] == prompt[k]) k++;
         if (k >= 32 && k > s->len + 32) { s->wait = i; break; }
     }
+    return dst;
+}
+
+int gen_add_shared(gen_engine *e, const int *prompt, int n, int n_shared, const gen_params *p,
+                   uint64_t seed, uint64_t stream)
+{
+    if (n_shared < 1 || n_shared > n - 1 || e->gpu || !e->prefix_reuse || (e->has_mtp && p->mtp_k > 0))
+        return gen_add(e, prompt, n, p, seed, stream);
+    if (n >= e->max_len) return -1;
+    uint64_t h = ids_hash(prompt, n_shared);
+    gen_prefix *x = prefix_find(e, prompt, n_shared, h);
+    /* a free slot: one on this prefix already, else one on none, else
+     * one whose prefix others hold too (letting go frees nothing needed) */
+    int dst = -1, score = -1;
+    for (int i = 0; i < e->max_seqs; i++) {
+        const gen_seq *o = &e->seq[i];
+        if (o->active) continue;
+        int sc = x && o->pre == x ? 3 : !o->pre ? 2 : o->pre->refs > 1;
+        if (sc > score) { dst = i; score = sc; }
+    }
+    if (dst < 0) return -1;
+    gen_seq *s = &e->seq[dst];
+    /* a slot on the same prefix may hold more of this prompt (own rows) */
+    int src = dst, best = n_shared;
+    for (int i = 0; x && i < e->max_seqs; i++) {
+        if (e->seq[i].pre != x) continue;
+        int k = common_prefix(&e->seq[i], prompt, n);
+        if (k > best) { src = i; best = k; }
+    }
+    if (x) e->st.reused += n_shared;
+    else x = prefix_new(e, prompt, n_shared, h);
+    prefix_attach(e, s, x);
+    if (src != dst) copy_cache(e, s, &e->seq[src], best, 0);
+    e->st.reused += best - n_shared;
+    s->ntok = n;
+    memcpy(s->toks, prompt, n * sizeof(int));
+    start(s, p, seed, stream);
+    s->len = best;
+    s->mlen = 0;
     return dst;
 }
 
@@ -394,7 +549,8 @@ static void block_rows(gen_engine *e, const block_weights *w, const uint32_t *co
         memcpy(e->vcp[r] + (size_t)pos[r] * KD, e->v + (size_t)r * KD, KD * sizeof(float));
         e->nctx[r] = pos[r] + 1;
     }
-    attention_rows(e->att, e->att_scratch, e->q, e->kcp, e->vcp, e->nctx, R, H, KV, D, e->max_len);
+    attn_rows a = { e->kcp, e->vcp, e->nctx, e->kpp, e->vpp, e->npre };
+    attention_rows(e->att, e->att_scratch, e->q, &a, R, H, KV, D, e->max_len);
     mm(X, e->att, w->wo, h[3], R, HD, C, 1.0f);
     rmsnorm_rows(e->ln, X, w->post_norm, R, C, eps);
     mm(e->gate, e->ln, w->wgate, h[4], R, C, I, 0);
@@ -403,9 +559,10 @@ static void block_rows(gen_engine *e, const block_weights *w, const uint32_t *co
     mm(X, e->gate, w->wdown, h[6], R, I, C, 1.0f);
 }
 
-/* The main model over rows tok/pos/slot; final hidden rows (before the
+/* The main model over rows tok/pos/slot, or (build) over the rows of a
+ * new shared prefix, whose K/V go into it; final hidden rows (before the
  * final norm) left in x. */
-static void forward_main(gen_engine *e, int R)
+static void forward_main(gen_engine *e, int R, const gen_prefix *build)
 {
     const model *m = e->m;
     const model_config *c = &m->cfg;
@@ -415,9 +572,20 @@ static void forward_main(gen_engine *e, int R)
         memcpy(e->x + (size_t)r * C, m->w.wte + (size_t)e->tok[r] * C, C * sizeof(float));
     for (int l = 0; l < c->n_layers; l++) {
         for (int r = 0; r < R; r++) {
-            gen_seq *s = &e->seq[e->slot[r]];
+            e->npre[r] = 0;
+            if (build) {
+                e->kcp[r] = build->kc + (size_t)l * build->n * KD;
+                e->vcp[r] = build->vc + (size_t)l * build->n * KD;
+                continue;
+            }
+            const gen_seq *s = &e->seq[e->slot[r]];
             e->kcp[r] = s->kc + (size_t)l * e->max_len * KD;
             e->vcp[r] = s->vc + (size_t)l * e->max_len * KD;
+            if (s->pre) {                    /* (every row of s is past its prefix) */
+                e->npre[r] = s->pre->n;
+                e->kpp[r] = s->pre->kc + (size_t)l * s->pre->n * KD;
+                e->vpp[r] = s->pre->vc + (size_t)l * s->pre->n * KD;
+            }
         }
         block_rows(e, &m->w.layers[l], NULL, e->x, e->pos, R);
     }
@@ -441,6 +609,7 @@ static void forward_mtp(gen_engine *e, int R)
         gen_seq *s = &e->seq[e->slot[r]];
         e->kcp[r] = s->mkc;
         e->vcp[r] = s->mvc;
+        e->npre[r] = 0;                      /* drafting sequences share no prefix */
     }
     mm(e->mx, e->mcat, m->w.mtp_fc, e->dfc, R, 2 * C, C, 0);
     block_rows(e, &m->w.mtp_block, e->dw ? e->dblk : NULL, e->mx, e->pos, R);
@@ -835,7 +1004,7 @@ static int step(gen_engine *e)
     int nl, R = gather(e, &nl);
     if (!R) return 0;
     if (e->gpu) return gpu_step(e, R);
-    forward_main(e, R);
+    forward_main(e, R, NULL);
     e->st.steps++;
     e->st.rows += R;
     int C = e->m->cfg.hidden_size, V = e->m->cfg.vocab_size;
@@ -884,7 +1053,7 @@ void gen_prefill_logits(gen_engine *e, int slot, float *out)
         gen_cuda_forward(e->gpu, e->tok, e->pos, e->slot, R, &last, 1);
         gen_cuda_logits(e->gpu, 0, out);
     } else {
-        forward_main(e, R);
+        forward_main(e, R, NULL);
         int C = e->m->cfg.hidden_size;
         memcpy(e->lnrow, e->x + (size_t)(R - 1) * C, C * sizeof(float));
         head(e, 1, NULL);

@@ -21,7 +21,8 @@
  * with more tokens (an agent's tool results and next header): only the
  * new tokens are computed.  gen_add reuses the longest cached prefix of
  * any slot, live or removed (a shared system prompt), by copying its K/V
- * rows (gen_set_prefix_reuse turns it off).
+ * rows (gen_set_prefix_reuse turns it off); gen_add_shared does better
+ * for a prefix many sequences start with: one copy, read by all.
  *
  * SPECULATIVE DECODING (gen_params.mtp_k = K > 0, models with an MTP
  * module).  After each step the MTP module drafts up to K tokens: the
@@ -136,6 +137,18 @@ void        gen_free(gen_engine *e);
  * Sampling draws from rng_derive(seed, stream). */
 int  gen_add(gen_engine *e, const int *prompt, int n, const gen_params *p,
              uint64_t seed, uint64_t stream);
+/* gen_add whose prompt's first n_shared tokens (a system prompt many
+ * sequences start with) are a SHARED PREFIX: its K/V are computed once,
+ * on the first gen_add_shared of those token ids (in this call, one
+ * pass), kept while any slot's cache starts with them (removed slots
+ * included), and read in place by every such sequence's attention
+ * instead of being copied.  Keyed by the ids themselves; a slot holds at
+ * most one, so at most max_seqs are kept.  Output bits are those of
+ * gen_add (the same keys, read from another place).  Falls back
+ * to gen_add when n_shared is not in [1, n-1], on the GPU engine, with
+ * prefix reuse off, or with MTP drafting (its cache is not shared). */
+int  gen_add_shared(gen_engine *e, const int *prompt, int n, int n_shared, const gen_params *p,
+                    uint64_t seed, uint64_t stream);
 /* One forward + sample for every running sequence; returns how many
  * are still running. */
 int  gen_step(gen_engine *e);
@@ -169,7 +182,7 @@ void gen_set_prefix_reuse(gen_engine *e, int on);
 typedef struct {
     long steps;          /* gen_step calls that ran a forward pass */
     long rows;           /* token rows through the main model (prefill, decode, drafts) */
-    long reused;         /* context tokens whose K/V were kept or copied instead of computed */
+    long reused;         /* context tokens whose K/V were kept, shared or copied instead of computed */
     long generated;      /* tokens appended to outputs */
     long drafted;        /* MTP draft tokens verified */
     long accepted;       /* of which accepted */

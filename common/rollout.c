@@ -44,6 +44,7 @@ struct rollout {
     char            *name;
     gen_engine      *e;
     int              max_convs, max_len, im_end, eos;
+    int              no_share;          /* rollout_set_shared_prefix(r, 0) */
     conv            *c;
     rollout_result **done;            /* FIFO of finished conversations */
     int              ndone, done_head, done_cap;
@@ -119,6 +120,7 @@ void rollout_free(rollout *r)
 
 void rollout_set_judge(rollout *r, judge *j) { r->j = j; }
 void rollout_set_policy(rollout *r, rollout_policy_fn fn, void *ctx) { r->policy = fn; r->policy_ctx = ctx; }
+void rollout_set_shared_prefix(rollout *r, int on) { r->no_share = !on; }
 void rollout_set_name(rollout *r, const char *name) { free(r->name); r->name = name ? xstrdup(name) : NULL; }
 rollout_stats rollout_get_stats(const rollout *r) { return r->st; }
 
@@ -435,6 +437,18 @@ static void policy_turn(rollout *r, conv *c)
     free(text);
 }
 
+/* Tokens of the first prompt the engine shares between conversations:
+ * the system message (the harness's prompt and tools) through its
+ * <|im_end|>, which every conversation under the same harness starts
+ * with, token for token (a control token: the encoder splits there, so
+ * what follows cannot change the ids before it).  0 when there is none. */
+static int shared_len(const rollout *r, const conv *c)
+{
+    for (size_t i = 0; !r->no_share && i < c->ids.n; i++)
+        if (c->ids.v[i] == r->im_end) return (int)i + 1;
+    return 0;
+}
+
 /* Put a READY conversation's context into the engine. */
 static void start_gen(rollout *r, conv *c, int ci)
 {
@@ -455,7 +469,7 @@ static void start_gen(rollout *r, conv *c, int ci)
         }
         r->st.prefill_tokens += n - c->eng_n;
     } else {
-        c->slot = gen_add(r->e, c->ids.v, n, &g, c->seed, stream);
+        c->slot = gen_add_shared(r->e, c->ids.v, n, shared_len(r, c), &g, c->seed, stream);
         if (c->slot < 0) {     /* cannot happen: one sequence per conversation, lengths checked */
             finish(r, c, ROLLOUT_ERROR, xasprintf("the engine refused conversation %d", ci));
             return;

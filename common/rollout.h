@@ -148,6 +148,13 @@ void     rollout_free(rollout *r);
 void     rollout_set_judge(rollout *r, judge *j);
 void     rollout_set_policy(rollout *r, rollout_policy_fn fn, void *ctx);
 void     rollout_set_name(rollout *r, const char *model_name);  /* meta.model */
+/* Each conversation's system message (through its <|im_end|>) is a
+ * shared prefix of the engine (gen_add_shared): its KV cache computed
+ * once per distinct token sequence and read by every conversation that
+ * starts with it.  Off: copied into each conversation from a slot that
+ * holds it (gen_add's prefix reuse).  The same output either way;
+ * default on. */
+void     rollout_set_shared_prefix(rollout *r, int on);
 
 /* Start a conversation: task and harness are referenced until its result
  * is freed.  Returns 0; -1 with *err NULL when all max_convs are in

@@ -157,12 +157,22 @@ void matmul_rows_bf16(float *out, const float *inp, const uint32_t *w, int N, in
 /* Round fp32 weights (OC, C) to bf16, packed so that each 8-word group
  * holds elements g..g+7 in its low halves and g+8..g+15 in its high. */
 void bf16_pack_rows(uint32_t *dst, const float *src, int OC, int C);
-/* R query rows q (R,H,D) -> out (R,H,D); row r attends to its own cache
- * kc[r]/vc[r] (S,KV,D), positions 0..n_ctx[r]-1 (its own k/v included).
- * scratch: attention_rows_scratch(max_ctx, H, KV) floats. */
+/* R query rows q (R,H,D) -> out (R,H,D); row r attends to positions
+ * 0..n_ctx[r]-1 (its own k/v included): [0, n_pre[r]) from a prefix
+ * shared by many sequences, kp[r]/vp[r] (n_pre[r],KV,D), the rest from
+ * its own cache kc[r]/vc[r] (S,KV,D), indexed by position (rows below
+ * n_pre[r] unread).  n_pre NULL: no prefix.  A row's bits do not depend
+ * on where its prefix ends.  scratch: attention_rows_scratch(max_ctx, H,
+ * KV) floats. */
+typedef struct {
+    float *const *kc, *const *vc;        /* (R) own caches */
+    const int *n_ctx;                    /* (R) */
+    const float *const *kp, *const *vp;  /* (R) shared prefixes, or NULL with n_pre */
+    const int *n_pre;                    /* (R) or NULL */
+} attn_rows;
 size_t attention_rows_scratch(int max_ctx, int H, int KV);
-void attention_rows(float *out, float *scratch, const float *q, float *const *kc,
-                    float *const *vc, const int *n_ctx, int R, int H, int KV, int D, int max_ctx);
+void attention_rows(float *out, float *scratch, const float *q, const attn_rows *a, int R,
+                    int H, int KV, int D, int max_ctx);
 void rmsnorm_rows(float *out, const float *inp, const float *w, int N, int C, float eps);
 void swiglu_rows(float *out, const float *gate, const float *up, int N, int I);
 void rope_rows(float *x, const int *pos, const float *cos_t, const float *sin_t, int N, int nh, int D);

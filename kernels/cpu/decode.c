@@ -13,7 +13,8 @@
  *     (lanes summed in a fixed tree, then the tail), whether it is
  *     computed in a 4-row tile or alone; threads split the outputs;
  *   - attention_rows: one (row, kv head) task at a time against that
- *     row's own cache;
+ *     row's own cache, whose first rows may be a prefix shared with other
+ *     sequences (the same keys, read from one copy);
  *   - rmsnorm_rows, rope_rows, swiglu_rows: per-row loops.
  * So row r's bits depend only on row r: batch invariance, exact KV-cache
  * reuse and token-for-token speculative verification follow.
@@ -248,108 +249,214 @@ static inline __attribute__((always_inline)) float lanes8(v8 a)
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
-/* Scaled scores q.k for keys [0, n) of kv head kh into p[0, n): each an
- * 8-lane dot product over D (chunks in order), lanes summed as lanes8,
- * then the D % 8 tail in order. */
-static inline __attribute__((always_inline)) void att_scores(float *p, const float *q, const float *kc, int n, int KV, int kh, int D,
-                              float scale)
+/* Scaled scores q.k for keys [0, n) of kv head kh, for G query heads at
+ * once (q + h*D into p + h*ps): each an 8-lane dot product over D (chunks
+ * in order), lanes summed as lanes8, then the D % 8 tail in order.  G = 2
+ * loads each key once for both heads of a group: the same bits, half the
+ * cache traffic (attention reads keys faster than L2 serves them). */
+static inline __attribute__((always_inline)) void att_scores(float *p, size_t ps, const float *q, const float *kc,
+                                                            int n, int KV, int kh, int D, float scale, int G)
 {
     int D8 = D / 8 * 8, s = 0;
     size_t ks = (size_t)KV * D;
     const float *k0 = kc + (size_t)kh * D;
     for (; s + 8 <= n; s += 8) {
-        v8 acc[8];
-        UNROLL for (int j = 0; j < 8; j++) acc[j] = (v8){ 0 };
+        v8 acc[2][8];
+        UNROLL for (int h = 0; h < G; h++) UNROLL for (int j = 0; j < 8; j++) acc[h][j] = (v8){ 0 };
         for (int i = 0; i < D8; i += 8) {
-            v8 qv = *(const v8u *)(q + i);
-            UNROLL for (int j = 0; j < 8; j++) acc[j] += qv * *(const v8u *)(k0 + (s + j) * ks + i);
+            v8 qv[2];
+            UNROLL for (int h = 0; h < G; h++) qv[h] = *(const v8u *)(q + h * D + i);
+            UNROLL for (int j = 0; j < 8; j++) {
+                v8 kv = *(const v8u *)(k0 + (s + j) * ks + i);
+                UNROLL for (int h = 0; h < G; h++) acc[h][j] += qv[h] * kv;
+            }
         }
-        float d[8];
-        sum8x8(d, acc);
-        for (int j = 0; j < 8; j++) {
-            float t = d[j];
-            for (int i = D8; i < D; i++) t += q[i] * k0[(s + j) * ks + i];
-            p[s + j] = t * scale;
+        UNROLL for (int h = 0; h < G; h++) {
+            float d[8];
+            sum8x8(d, acc[h]);
+            for (int j = 0; j < 8; j++) {
+                float t = d[j];
+                for (int i = D8; i < D; i++) t += q[h * D + i] * k0[(s + j) * ks + i];
+                p[h * ps + s + j] = t * scale;
+            }
         }
     }
-    for (; s < n; s++) {
-        v8 acc = { 0 };
-        for (int i = 0; i < D8; i += 8) acc += *(const v8u *)(q + i) * *(const v8u *)(k0 + s * ks + i);
-        float t = lanes8(acc);
-        for (int i = D8; i < D; i++) t += q[i] * k0[s * ks + i];
-        p[s] = t * scale;
-    }
+    for (; s < n; s++)
+        for (int h = 0; h < G; h++) {
+            v8 acc = { 0 };
+            for (int i = 0; i < D8; i += 8) acc += *(const v8u *)(q + h * D + i) * *(const v8u *)(k0 + s * ks + i);
+            float t = lanes8(acc);
+            for (int i = D8; i < D; i++) t += q[h * D + i] * k0[s * ks + i];
+            p[h * ps + s] = t * scale;
+        }
 }
 
 /* o[0, D) = sum over keys s in order of p[s] * v[s] from 0, each element
- * its own chain; a block of 64 (or 8) elements stays in registers across
- * the keys, where adding into o in memory made every key a store-to-load
- * round trip. */
-static inline __attribute__((always_inline)) void att_values(float *o, const float *p, const float *vc, int n,
-                                                            int KV, int kh, int D)
+ * its own chain, for G heads (p + h*ps into o + h*D); a block of 64 (or
+ * 8) elements stays in registers across the keys, where adding into o in
+ * memory made every key a store-to-load round trip.  Keys [0, np) are
+ * read from the shared prefix vp, keys [np, n) from the row's own cache
+ * vc (indexed by position).  This call adds keys [s0, s1) to the chains:
+ * from 0 when s0 == 0, else from the partial sums in o, so that running
+ * the keys in pieces, splitting them at np, or G, changes no bit.  G = 2
+ * halves the loads of V, as above. */
+#define VROW(s) ((s) < np ? vp0 + (s) * vs : v0 + (s) * vs)
+#define VBLOCK(S0, S1, BASE)                                                              \
+    for (int s = (S0); s < (S1); s++) {                                                   \
+        v8 w[2];                                                                          \
+        UNROLL for (int h = 0; h < G; h++) w[h] = (v8){ 0 } + p[h * ps + s];              \
+        UNROLL for (int j = 0; j < 8; j++) {                                              \
+            v8 x = *(const v8u *)((BASE) + s * vs + i + 8 * j);                           \
+            UNROLL for (int h = 0; h < G; h++) acc[h][j] += w[h] * x;                     \
+        }                                                                                 \
+    }
+static inline __attribute__((always_inline)) void att_values(float *o, const float *p, size_t ps,
+                                                            const float *vp, int np, const float *vc,
+                                                            int s0, int s1, int KV, int kh, int D, int G)
 {
     size_t vs = (size_t)KV * D;
-    const float *v0 = vc + (size_t)kh * D;
-    int i = 0;
+    const float *v0 = vc + (size_t)kh * D, *vp0 = vp ? vp + (size_t)kh * D : v0;
+    int i = 0, mid = np < s0 ? s0 : np > s1 ? s1 : np;
     for (; i + 64 <= D; i += 64) {
-        v8 acc[8];
-        UNROLL for (int j = 0; j < 8; j++) acc[j] = (v8){ 0 };
-        for (int s = 0; s < n; s++) {
-            v8 w = (v8){ 0 } + p[s];
-            UNROLL for (int j = 0; j < 8; j++) acc[j] += w * *(const v8u *)(v0 + s * vs + i + 8 * j);
+        v8 acc[2][8];
+        UNROLL for (int h = 0; h < G; h++) UNROLL for (int j = 0; j < 8; j++)
+            acc[h][j] = s0 ? *(const v8u *)(o + h * D + i + 8 * j) : (v8){ 0 };
+        VBLOCK(s0, mid, vp0)
+        VBLOCK(mid, s1, v0)
+        UNROLL for (int h = 0; h < G; h++) UNROLL for (int j = 0; j < 8; j++)
+            *(v8u *)(o + h * D + i + 8 * j) = acc[h][j];
+    }
+    for (int h = 0; h < G; h++) {
+        const float *ph = p + h * ps;
+        float *oh = o + h * D;
+        int i2 = i;
+        for (; i2 + 8 <= D; i2 += 8) {
+            v8 acc = s0 ? *(const v8u *)(oh + i2) : (v8){ 0 };
+            for (int s = s0; s < s1; s++) acc += ((v8){ 0 } + ph[s]) * *(const v8u *)(VROW(s) + i2);
+            *(v8u *)(oh + i2) = acc;
         }
-        UNROLL for (int j = 0; j < 8; j++) *(v8u *)(o + i + 8 * j) = acc[j];
-    }
-    for (; i + 8 <= D; i += 8) {
-        v8 acc = { 0 };
-        for (int s = 0; s < n; s++) acc += ((v8){ 0 } + p[s]) * *(const v8u *)(v0 + s * vs + i);
-        *(v8u *)(o + i) = acc;
-    }
-    for (; i < D; i++) {
-        float t = 0;
-        for (int s = 0; s < n; s++) t += p[s] * v0[s * vs + i];
-        o[i] = t;
+        for (; i2 < D; i2++) {
+            float t = s0 ? oh[i2] : 0;
+            for (int s = s0; s < s1; s++) t += ph[s] * VROW(s)[i2];
+            oh[i2] = t;
+        }
     }
 }
+#undef VBLOCK
+#undef VROW
 
-/* Query heads h0..h0+g-1 of one row, all reading kv head kh of a cache
- * (S, KV, D) rows 0..n-1. */
-HAT_CLONES
-static void att_task(float *out, float *p, const float *q, const float *kc, const float *vc,
-                     int n, int g, int KV, int kh, int D, int stride)
+/* Softmax of a row's scores p[0, n) in place. */
+static inline __attribute__((always_inline)) void att_softmax(float *ph, int n)
+{
+    float mx = -INFINITY, sum = 0;
+    /* a maximum is exact in any order: vectorised (the scalar chain of
+     * dependent maxss was a tenth of a rollout's attention) */
+    #pragma omp simd reduction(max:mx)
+    for (int s = 0; s < n; s++) mx = ph[s] > mx ? ph[s] : mx;
+    #pragma omp simd reduction(+:sum)
+    for (int s = 0; s < n; s++) { ph[s] = vexpf(ph[s] - mx); sum += ph[s]; }
+    float inv = 1.0f / sum;
+    #pragma omp simd
+    for (int s = 0; s < n; s++) ph[s] *= inv;
+}
+
+/* Rows of one task: NR (up to ATT_GROUP) rows on the same shared prefix
+ * (or one row), their queries, outputs, own caches and lengths. */
+#define ATT_GROUP 4
+#define ATT_CHUNK 64     /* prefix keys whose K or V rows stay in L1 while every row of a group uses them */
+typedef struct {
+    int nr, np;
+    const float *kp, *vp;
+    const float *q[ATT_GROUP], *kc[ATT_GROUP], *vc[ATT_GROUP];
+    float *out[ATT_GROUP], *p[ATT_GROUP];
+    int n[ATT_GROUP];
+} att_group;
+
+/* G query heads (h0 on) of kv head kh for every row of a group: the
+ * prefix keys chunk by chunk, each chunk for all rows while it is in L1
+ * (rows of one prefix read it from the cache once, not once each); then
+ * each row's own keys.  Every score and every value chain is what one row
+ * alone computes. */
+static inline __attribute__((always_inline)) void att_heads(const att_group *g, int h0, int KV, int kh,
+                                                           int D, int stride, int G)
 {
     float scale = 1.0f / sqrtf((float)D);
-    for (int h = 0; h < g; h++) att_scores(p + (size_t)h * stride, q + (size_t)h * D, kc, n, KV, kh, D, scale);
-    for (int h = 0; h < g; h++) {
-        float *ph = p + (size_t)h * stride, mx = -INFINITY, sum = 0;
-        for (int s = 0; s < n; s++) mx = ph[s] > mx ? ph[s] : mx;
-        #pragma omp simd reduction(+:sum)
-        for (int s = 0; s < n; s++) { ph[s] = vexpf(ph[s] - mx); sum += ph[s]; }
-        float inv = 1.0f / sum;
-        #pragma omp simd
-        for (int s = 0; s < n; s++) ph[s] *= inv;
-        att_values(out + (size_t)h * D, ph, vc, n, KV, kh, D);
+    size_t ks = (size_t)KV * D, hq = (size_t)h0 * D, hp = (size_t)h0 * stride;
+    int np = g->np;
+    for (int s0 = 0; s0 < np; s0 += ATT_CHUNK) {
+        int c = np - s0 < ATT_CHUNK ? np - s0 : ATT_CHUNK;
+        for (int r = 0; r < g->nr; r++)
+            att_scores(g->p[r] + hp + s0, stride, g->q[r] + hq, g->kp + s0 * ks, c, KV, kh, D, scale, G);
     }
+    for (int r = 0; r < g->nr; r++) {
+        att_scores(g->p[r] + hp + np, stride, g->q[r] + hq, g->kc[r] + np * ks, g->n[r] - np, KV, kh, D,
+                   scale, G);
+        for (int h = 0; h < G; h++) att_softmax(g->p[r] + hp + (size_t)h * stride, g->n[r]);
+    }
+    for (int s0 = 0; s0 < np; s0 += ATT_CHUNK) {
+        int s1 = np - s0 < ATT_CHUNK ? np : s0 + ATT_CHUNK;
+        for (int r = 0; r < g->nr; r++)
+            att_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], s0, s1, KV, kh, D, G);
+    }
+    for (int r = 0; r < g->nr; r++)
+        att_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], np, g->n[r], KV, kh, D, G);
+}
+
+/* The gq query heads of kv head kh for a group's rows: two at a time. */
+HAT_CLONES
+static void att_task(const att_group *g, int gq, int KV, int kh, int D, int stride)
+{
+    int h = 0;
+    for (; h + 2 <= gq; h += 2) att_heads(g, h, KV, kh, D, stride, 2);
+    for (; h < gq; h++) att_heads(g, h, KV, kh, D, stride, 1);
 }
 
 size_t attention_rows_scratch(int max_ctx, int H, int KV)
 {
-    return (size_t)omp_get_max_threads() * (H / KV) * max_ctx;
+    return (size_t)omp_get_max_threads() * ATT_GROUP * (H / KV) * max_ctx;
 }
 
-void attention_rows(float *out, float *scratch, const float *q, float *const *kc,
-                    float *const *vc, const int *n_ctx, int R, int H, int KV, int D, int max_ctx)
+/* Rows a and b read the same shared prefix.  A task takes a run of such
+ * consecutive rows within an aligned block of ATT_GROUP, so that where a
+ * run starts needs no scan (and no memory). */
+static int same_prefix(const attn_rows *a, int x, int y)
 {
-    int g = H / KV, tasks = R * KV;
+    return a->n_pre && a->n_pre[x] && a->n_pre[x] == a->n_pre[y] && a->kp[x] == a->kp[y];
+}
+
+void attention_rows(float *out, float *scratch, const float *q, const attn_rows *a, int R,
+                    int H, int KV, int D, int max_ctx)
+{
+    int g = H / KV;
     double work = 0;
-    for (int r = 0; r < R; r++) work += (double)n_ctx[r] * H * D * 2;
+    for (int r = 0; r < R; r++) work += (double)a->n_ctx[r] * H * D * 2;
     int nt = nthreads(work);
+    int tasks = R * KV;
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
     for (int t = 0; t < tasks; t++) {
-        int r = t / KV, kh = t % KV;
-        float *p = scratch + (size_t)omp_get_thread_num() * g * max_ctx;
-        att_task(out + ((size_t)r * H + (size_t)kh * g) * D, p, q + ((size_t)r * H + (size_t)kh * g) * D,
-                 kc[r], vc[r], n_ctx[r], g, KV, kh, D, max_ctx);
+        /* a row's kv heads one after the other: they interleave in its
+         * cache, and the second reads what the prefetchers brought in
+         * for the first (kv head major was 1.2x slower) */
+        int r0 = t / KV, kh = t % KV;
+        if (r0 % ATT_GROUP && same_prefix(a, r0 - 1, r0)) continue;   /* in the group before */
+        att_group grp;
+        grp.nr = 1;
+        while (r0 + grp.nr < R && (r0 + grp.nr) % ATT_GROUP && same_prefix(a, r0, r0 + grp.nr)) grp.nr++;
+        grp.np = a->n_pre ? a->n_pre[r0] : 0;
+        grp.kp = grp.np ? a->kp[r0] : NULL;
+        grp.vp = grp.np ? a->vp[r0] : NULL;
+        float *p = scratch + (size_t)omp_get_thread_num() * ATT_GROUP * g * max_ctx;
+        for (int i = 0; i < grp.nr; i++) {
+            int r = r0 + i;
+            size_t at = ((size_t)r * H + (size_t)kh * g) * D;
+            grp.q[i] = q + at;
+            grp.out[i] = out + at;
+            grp.kc[i] = a->kc[r];
+            grp.vc[i] = a->vc[r];
+            grp.n[i] = a->n_ctx[r];
+            grp.p[i] = p + (size_t)i * g * max_ctx;
+        }
+        att_task(&grp, g, KV, kh, D, max_ctx);
     }
 }
 

@@ -40,6 +40,17 @@ rollout --ckpt "$T/m.ckpt" $R --batch 4 <"$T/t.jsonl" >"$T/b.jsonl"
 same "same seed, same bytes" "$T/a.jsonl" "$T/b.jsonl"
 rollout --ckpt "$T/m.ckpt" $R --batch 1 "$T/t.jsonl" >"$T/c.jsonl"
 same "--batch 1 and --batch 4 give the same trajectories" "$T/a.jsonl" "$T/c.jsonl"
+# the system prompt's KV computed once and shared, or copied into each
+# conversation: the same ids and log-prob bits (two harnesses, interleaved)
+jq -c '.system_prompt.blocks[0].params.host.value = "Lea"' "$T/hs.json" >"$T/hs2.json"
+jq -c --slurpfile a "$T/hs.json" --slurpfile b "$T/hs2.json" '. + {harness: (if (input_line_number % 2) == 0 then $a[0] else $b[0] end)}' "$T/t.jsonl" >"$T/th.jsonl"
+rollout --ckpt "$T/m.ckpt" $R --batch 3 --logprobs "$T/th.jsonl" >"$T/sh.jsonl"
+rollout --ckpt "$T/m.ckpt" $R --batch 3 --logprobs --no-shared-prefix "$T/th.jsonl" >"$T/cp.jsonl"
+same "--no-shared-prefix: the same trajectories, tokens and log-probs" "$T/sh.jsonl" "$T/cp.jsonl"
+rollout --ckpt "$T/m.ckpt" $R --batch 1 --logprobs --no-shared-prefix "$T/th.jsonl" >"$T/cp1.jsonl"
+same "shared at --batch 3 = copied at --batch 1" "$T/sh.jsonl" "$T/cp1.jsonl"
+n=$(jq -r '.harness.system_prompt.blocks[0].params.host.value' "$T/sh.jsonl" | sort -u | wc -l)
+[ "$n" = 2 ] && pass "two system prompts in flight" || flunk "two system prompts in flight" "$n"
 rollout --ckpt "$T/m.ckpt" $R --seed 2 "$T/t.jsonl" >"$T/d.jsonl"
 if cmp -s "$T/a.jsonl" "$T/d.jsonl"; then flunk "another seed, other trajectories"; else pass "another seed, other trajectories"; fi
 ok "the example harness, greedy" rollout --ckpt "$T/m.ckpt" --world "$T/w.json" --harness "$H" --max-tokens 8 --max-turns 2 --logprobs -o "$T/g.jsonl" "$T/t.jsonl"

@@ -141,16 +141,47 @@ static void attention_rows_matches_reference(void)
         float *kc[21], *vc[21];
         int n[21];
         for (int t = 0; t < T; t++) { kc[t] = k; vc[t] = v; n[t] = t + 1; }
-        attention_rows(out, scratch, q, kc, vc, n, T, H, KV, D, T);
+        attn_rows all = { kc, vc, n, NULL, NULL, NULL };
+        attention_rows(out, scratch, q, &all, T, H, KV, D, T);
         double err = 0;
         for (int i = 0; i < T * H * D; i++) err = fmax(err, fabs(out[i] - ref[i]));
         CHECK(err < 1e-5);
         int ok = 1;
         for (int t = 0; t < T; t++) {          /* each row alone: the same bits */
-            attention_rows(one, scratch, q + (size_t)t * H * D, kc + t, vc + t, n + t, 1, H, KV, D, T);
+            attn_rows a = { kc + t, vc + t, n + t, NULL, NULL, NULL };
+            attention_rows(one, scratch, q + (size_t)t * H * D, &a, 1, H, KV, D, T);
             ok &= same_bits(one, out + (size_t)t * H * D, (size_t)H * D);
+            /* the same keys, [0, np) read from a separate prefix copy: the same bits */
+            for (int np = 1; np < n[t]; np += 3) {
+                size_t pre = (size_t)np * KV * D;
+                float *kp1 = xmalloc(pre * sizeof(float)), *vp1 = xmalloc(pre * sizeof(float));
+                memcpy(kp1, k, pre * sizeof(float));
+                memcpy(vp1, v, pre * sizeof(float));
+                const float *kp = kp1, *vp = vp1;
+                float *kc2 = xmalloc((size_t)T * KV * D * sizeof(float)), *vc2 = xmalloc((size_t)T * KV * D * sizeof(float));
+                for (size_t i = 0; i < (size_t)T * KV * D; i++) kc2[i] = vc2[i] = NAN;   /* rows below np unread */
+                memcpy(kc2 + (size_t)np * KV * D, k + (size_t)np * KV * D, (size_t)(T - np) * KV * D * sizeof(float));
+                memcpy(vc2 + (size_t)np * KV * D, v + (size_t)np * KV * D, (size_t)(T - np) * KV * D * sizeof(float));
+                attn_rows b = { &kc2, &vc2, n + t, &kp, &vp, &np };
+                attention_rows(one, scratch, q + (size_t)t * H * D, &b, 1, H, KV, D, T);
+                ok &= same_bits(one, out + (size_t)t * H * D, (size_t)H * D);
+                free(kc2); free(vc2); free(kp1); free(vp1);
+            }
         }
+        /* all rows at once, those past 5 keys on one 5-row prefix (read in
+         * groups of rows): the same bits */
+        float *kp5 = xmalloc((size_t)5 * KV * D * sizeof(float)), *vp5 = xmalloc((size_t)5 * KV * D * sizeof(float));
+        memcpy(kp5, k, (size_t)5 * KV * D * sizeof(float));
+        memcpy(vp5, v, (size_t)5 * KV * D * sizeof(float));
+        const float *kps[21], *vps[21];
+        int nps[21];
+        for (int t = 0; t < T; t++) { kps[t] = kp5; vps[t] = vp5; nps[t] = n[t] > 5 ? 5 : 0; }
+        float *grouped = xmalloc((size_t)T * H * D * sizeof(float));
+        attn_rows gr = { kc, vc, n, kps, vps, nps };
+        attention_rows(grouped, scratch, q, &gr, T, H, KV, D, T);
+        ok &= same_bits(grouped, out, (size_t)T * H * D);
         CHECK(ok);
+        free(kp5); free(vp5); free(grouped);
         free(q); free(k); free(v); free(ref); free(att); free(out); free(one); free(scratch);
     }
 }
@@ -478,6 +509,121 @@ static void mtp_sampling_distribution(void)
     model_free(m);
 }
 
+/* ---- shared prefixes ------------------------------------------------------------------------ */
+
+static void take(const gen_engine *e, int slot, run_out *o)
+{
+    const int *ids = gen_output(e, slot, &o->n);
+    memcpy(o->ids, ids, o->n * sizeof(int));
+    memcpy(o->lp, gen_logprobs(e, slot), o->n * sizeof(float));
+    o->status = gen_status(e, slot);
+}
+
+/* Prompts that start with one of two 40-token system prompts (differing
+ * at token 5), refilled into 3 slots as they finish (continuous
+ * batching), with gen_add_shared: ids and log-prob bits equal to gen_add
+ * one at a time without any reuse, greedy and sampled; each system
+ * prompt computed once while a slot holds it, and again after all let go. */
+static void shared_prefix_exact(void)
+{
+    model *m = random_model(0, 8);
+    enum { NP = 9, SYS = 40 };
+    int prompt[NP][52], len[NP];
+    for (int i = 0; i < NP; i++) {
+        for (int t = 0; t < SYS; t++) prompt[i][t] = (t * 7 + 3) % 16;
+        if (i % 3 == 1) prompt[i][5] = 0;                     /* system prompt B */
+        len[i] = SYS + 1 + i % 4;
+        for (int t = SYS; t < len[i]; t++) prompt[i][t] = (i * 5 + t) % 16;
+    }
+    for (int temp = 0; temp <= 1; temp++) {
+        gen_params p = { .temperature = (float)temp, .top_p = 1, .max_tokens = 12, .eos = -1 };
+        run_out want[NP], got[NP];
+        for (int i = 0; i < NP; i++) {
+            gen_engine *f = gen_new(m, 1, 128);
+            gen_set_prefix_reuse(f, 0);
+            int t = gen_add(f, prompt[i], len[i], &p, 3, (uint64_t)i);
+            while (gen_step(f)) {}
+            take(f, t, &want[i]);
+            gen_free(f);
+        }
+        gen_engine *e = gen_new(m, 3, 128);
+        int job[3] = { -1, -1, -1 }, next = 0, live = 0;
+        long rows_at[NP];
+        while (next < NP || live) {
+            while (next < NP) {
+                int sl = gen_add_shared(e, prompt[next], len[next], SYS, &p, 3, (uint64_t)next);
+                if (sl < 0) break;
+                rows_at[next] = gen_get_stats(e).rows;
+                job[sl] = next++;
+                live++;
+            }
+            gen_step(e);
+            for (int sl = 0; sl < 3; sl++) {
+                if (job[sl] < 0 || gen_status(e, sl) == GEN_RUNNING) continue;
+                take(e, sl, &got[job[sl]]);
+                gen_remove(e, sl);
+                job[sl] = -1;
+                live--;
+            }
+        }
+        CHECK(same_out(want, got, NP));
+        /* rows computed: every prompt's own tokens and outputs, and the
+         * 40 system rows of A and of B once each (all slots go on one of
+         * the two, so neither is let go before the end) */
+        long own = 0;
+        for (int i = 0; i < NP; i++) own += len[i] - SYS + want[i].n - 1;
+        CHECK_EQ_INT((int)gen_get_stats(e).rows, (int)(own + 2 * SYS));
+        CHECK(rows_at[0] == SYS && rows_at[1] == 2 * SYS);
+        CHECK(gen_get_stats(e).reused >= (NP - 2) * SYS);
+        gen_free(e);
+    }
+    /* after every slot lets go of a prefix it is computed again; a plain
+     * gen_add that shares only part of it (copied rows) or all of it and
+     * more (the prefix shared, own rows copied) gives gen_add's bits */
+    gen_params p = { .temperature = 1.0f, .top_p = 1, .max_tokens = 8, .eos = -1 };
+    gen_engine *e = gen_new(m, 2, 128);
+    int s0 = gen_add_shared(e, prompt[0], len[0], SYS, &p, 4, 0);
+    int s1 = gen_add_shared(e, prompt[1], len[1], SYS, &p, 4, 1);    /* B */
+    while (gen_step(e)) {}
+    gen_remove(e, s0);
+    int part[30];
+    memcpy(part, prompt[0], 20 * sizeof(int));
+    for (int t = 20; t < 30; t++) part[t] = t % 16;
+    int whole[64], nw;
+    const int *ctx = gen_context(e, s0, &nw);
+    memcpy(whole, ctx, nw * sizeof(int));
+    whole[nw] = 2; whole[nw + 1] = 9;
+    nw += 2;
+    int s2 = gen_add(e, part, 30, &p, 4, 2);                           /* into s0: 20 rows from A */
+    CHECK(s2 == s0);
+    while (gen_step(e)) {}
+    run_out a, b, c, d;
+    take(e, s2, &a);
+    gen_remove(e, s2);
+    gen_remove(e, s1);                                                 /* B let go, A already */
+    int s3 = gen_add_shared(e, prompt[2], len[2], SYS, &p, 4, 3);      /* A computed again */
+    long r0 = gen_get_stats(e).rows;
+    while (gen_step(e)) {}
+    take(e, s3, &c);
+    int s4 = gen_add(e, whole, nw, &p, 4, 4);                          /* none holds s0's rows now */
+    while (gen_step(e)) {}
+    take(e, s4, &d);
+    CHECK(r0 > 0);
+    gen_free(e);
+    int *ps[] = { part, prompt[2], whole }, ls[] = { 30, len[2], nw }, st[] = { 2, 3, 4 };
+    run_out *gs[] = { &a, &c, &d };
+    for (int i = 0; i < 3; i++) {
+        gen_engine *f = gen_new(m, 1, 128);
+        gen_set_prefix_reuse(f, 0);
+        int t = gen_add(f, ps[i], ls[i], &p, 4, (uint64_t)st[i]);
+        while (gen_step(f)) {}
+        take(f, t, &b);
+        CHECK(same_out(gs[i], &b, 1));
+        gen_free(f);
+    }
+    model_free(m);
+}
+
 int main(void)
 {
     RUN(matmul_rows_invariant);
@@ -487,6 +633,7 @@ int main(void)
     RUN(extend_equals_recompute);
     RUN(prefix_reuse_exact);
     RUN(prefix_reuse_same_step);
+    RUN(shared_prefix_exact);
     RUN(mtp_greedy_identical);
     RUN(mtp_sampling_distribution);
     TEST_MAIN_END();
