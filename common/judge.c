@@ -874,11 +874,20 @@ static int check_list_price(ctx *x, const rnum *nums, int nn)
     return 0;
 }
 
+/* The request asks two things: its gold calls have two functions. */
+static int two_questions(const task_view *t)
+{
+    for (size_t c = 1; c < t->ncalls; c++)
+        if (t->calls[c].function && t->calls[0].function && strcmp(t->calls[c].function, t->calls[0].function))
+            return 1;
+    return 0;
+}
+
 /* Checks every gold fact; returns how many were stated right. */
 static int check_facts(ctx *x, const rnum *nums, int nn)
 {
     char buf[64], val[64];
-    int right = 0, missing = 0, wrong = 0;
+    int right = 0, missing = 0, wrong = 0, partly = 0;
     for (size_t f = 0; f < x->t->nfacts; f++) {
         const task_view_fact *v = &x->t->facts[f];
         const char *k = v->key;
@@ -887,7 +896,14 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
             int o = offered_alternative(x, &which);
             if (o > 0 || (v->str && has_phrase(x, v->str))) { right++; continue; }
             if (o < 0) { reason(x, "fact_wrong", JUDGE_ACCURACY, "alternative: %s is sold out too", which); wrong++; }
-            else { x->no_deduction = 1; reason(x, "no_alternative", JUDGE_EFFECTIVENESS, "sold out: no in-stock variant offered (%s is one)", v->str ? v->str : "?"); missing++; }
+            else {
+                /* "X is sold out" with no alternative answers the
+                 * question asked, in part */
+                x->no_deduction = 1;
+                reason(x, "no_alternative", JUDGE_EFFECTIVENESS, "sold out: no in-stock variant offered (%s is one)", v->str ? v->str : "?");
+                missing++;
+                partly = 1;
+            }
             continue;
         }
         int present = v->str ? has_phrase(x, v->str) : has_fact_number(nums, nn, v->num, fact_unit(k));
@@ -913,8 +929,11 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
     /* What the viewer was served: nothing when every fact is missing or
      * the answer is wrong; part when some are (the missing facts'
      * reasons carry no deduction of their own). */
-    if (wrong) x->ded[JUDGE_EFFECTIVENESS] += right ? 0.5 : 1;
-    else if (missing) x->ded[JUDGE_EFFECTIVENESS] += missing == (int)x->t->nfacts ? 1 : 0.5;
+    /* A wrong answer serves nobody, unless a right one answers another
+     * of the viewer's questions (gold calls of two functions: a price and
+     * a stock question; not a comparison's two lookups). */
+    if (wrong) x->ded[JUDGE_EFFECTIVENESS] += right && two_questions(x->t) ? 0.5 : 1;
+    else if (missing) x->ded[JUDGE_EFFECTIVENESS] += missing == (int)x->t->nfacts && !partly ? 1 : 0.5;
     return right;
 }
 
@@ -949,11 +968,37 @@ static void check_claims(ctx *x)
     if (claimed) x->ded[JUDGE_ACCURACY] += 1, x->ded[JUDGE_EFFECTIVENESS] += 1;
 }
 
+/* A word of a gold string fact ("cotton" of "100% cotton", "delivered"),
+ * 4+ letters, as a whole token of the reply. */
+static int states_gold_word(ctx *x)
+{
+    for (size_t f = 0; f < x->t->nfacts; f++) {
+        const char *g = x->t->facts[f].str;
+        if (!g) continue;
+        if (has_phrase(x, g)) return 1;
+        char *tf = token_form(g);
+        int hit = 0;
+        for (char *p = tf + 1; *p && !hit; ) {
+            char *e = strchr(p, ' ');
+            if (e - p >= 4) {
+                char w[40];
+                snprintf(w, sizeof w, " %.*s ", (int)(e - p < 36 ? e - p : 36), p);
+                hit = strstr(x->tf, w) != NULL;
+            }
+            p = e + 1;
+        }
+        free(tf);
+        if (hit) return 1;
+    }
+    return 0;
+}
+
 /* The reply speaks of what the request was about: the product (two of
- * its name's words), the order id, or a number. */
+ * its name's words), the order id, a number, or a value of the kind
+ * asked (the gold size, variant, status, a word of a gold spec). */
 static int about_request(ctx *x, const rnum *nums, int nn)
 {
-    if (nn > 0) return 1;
+    if (nn > 0 || states_gold_word(x)) return 1;
     const json_t *p = world_product_by_id(x->j->w, x->t->product ? x->t->product : "");
     const char *name = sget(p, "name");
     if (name) {
@@ -984,6 +1029,12 @@ static void check_fault_honesty(ctx *x, const rnum *nums, int nn, int some_ok)
     if (success && !(honest && some_ok)) {
         reason(x, "claims_after_fault", JUDGE_ACCURACY, "a needed call failed, yet the reply says '%s'", what);
         x->ded[JUDGE_EFFECTIVENESS] += 1;
+    } else if (!honest && some_ok && about_request(x, nums, nn)) {
+        /* the answered part given, the failed part left unsaid: served in
+         * part, and nothing false stated of it */
+        x->no_deduction = 1;
+        reason(x, "dishonest_after_fault", JUDGE_EFFECTIVENESS, "a needed call failed for good and the reply does not say so (the answered part is given)");
+        x->ded[JUDGE_EFFECTIVENESS] += 0.5;
     } else if (!honest && about_request(x, nums, nn)) {
         reason(x, "claims_after_fault", JUDGE_ACCURACY, "a needed call failed; the reply answers as if it had not");
         x->ded[JUDGE_EFFECTIVENESS] += 1;
@@ -1043,11 +1094,11 @@ static void check_reply(ctx *x, int need)
     if (!x->accepted) {
         const json_t *reps = json_object_get(x->rec, "replies");
         const json_t *hooks = json_object_get(json_array_get(reps, json_array_size(reps) - 1), "hooks");
+        /* Held: the viewer was served nothing (effectiveness 0).  Accuracy
+         * still reads what the reply says, as a reviewer does: a right
+         * answer held for its length is accurate, a wrong one is not. */
         reason(x, "reply_rejected", JUDGE_EFFECTIVENESS, "the last reply was held by %s",
                json_string_value(json_array_get(hooks, 0)) ? json_string_value(json_array_get(hooks, 0)) : "a hook");
-        /* as with no reply: the viewer was told nothing, so nothing
-         * accurate (else a held non-answer outscores a real attempt) */
-        reason(x, "not_delivered", JUDGE_ACCURACY, "the held reply never reached the viewer");
     }
     /* accuracy */
     const char *viewer = x->t->text;
@@ -1068,7 +1119,15 @@ static void check_reply(ctx *x, int need)
     if ((need & NEED_NOT_MADE) && !(need & NEED_FAILED)
         && !judge_lexicon_has(j->lex, j->md, LEX_FAULT_HONEST, reply, NULL, 0)
         && !judge_lexicon_has(j->lex, j->md, LEX_DECLINE, reply, NULL, 0) && about_request(x, nums, nn))
+    {
         reason(x, "unsupported_answer", JUDGE_ACCURACY, "a needed call was not made, yet the reply answers");
+        x->ded[JUDGE_EFFECTIVENESS] += 0.5;      /* an answer, but not one the viewer can trust */
+    }
+    /* A request no tool answers (off-topic, a greeting, an ambiguous
+     * one) answered with facts about the world: read from no tool. */
+    char what[96];
+    if (!x->t->ncalls && judge_lexicon_has(j->lex, j->md, LEX_GENERAL, reply, what, sizeof what))
+        reason(x, "unsupported_claim", JUDGE_ACCURACY, "a fact no tool gave, from general knowledge: '%s'", what);
     if (markdown(reply)) reason(x, "markdown", JUDGE_EFFECTIVENESS, "Markdown in a plain-text reply");
     /* effectiveness */
     for (size_t i = 0; i < x->t->nmust; i++) {

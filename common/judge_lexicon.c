@@ -95,7 +95,8 @@ static void load(void)
         L->nfam++;
         if (!(f->re = compile_list(json_object_get(v, "patterns"), k))) bad = 1;
     }
-    static const char *const lists[LEX_NLISTS] = { "fault_honest", "success_claim", "decline", "invented_fault" };
+    static const char *const lists[LEX_NLISTS] = { "fault_honest", "success_claim", "decline", "invented_fault",
+                                                        "general_knowledge" };
     for (int i = 0; i < LEX_NLISTS; i++)
         if (!(L->list[i] = compile_list(json_object_get(d, lists[i]), lists[i]))) bad = 1;
     if (!(L->negation = compile_list(json_object_get(d, "negation"), "negation"))) bad = 1;
@@ -182,7 +183,7 @@ int judge_lexicon_negated_term(const judge_lexicon *L, pcre2_match_data *md, con
 int judge_lexicon_has(const judge_lexicon *L, pcre2_match_data *md, int list, const char *text, char *what, size_t wn)
 {
     if (!L || !text || list < 0 || list >= LEX_NLISTS) return 0;
-    int check_neg = list == LEX_SUCCESS_CLAIM || list == LEX_INVENTED_FAULT;
+    int check_neg = list == LEX_SUCCESS_CLAIM || list == LEX_INVENTED_FAULT || list == LEX_GENERAL;
     return search(L, L->list[list], md, text, check_neg, what, wn);
 }
 

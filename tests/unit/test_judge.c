@@ -304,9 +304,9 @@ static void test_long_reply_loses_effectiveness(void)
     /* Under the example harness the reply_format hook holds it: rejected. */
     score(t, H, play(t, H, price_policy(t, "{\"skill\":\"price_promo\"}", b.s)), &v);
     CHECK(has_reason(&v, "reply_rejected"));
-    CHECK(has_reason(&v, "not_delivered"));
-    CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 0, 0);
-    CHECK_NEAR(v.score[JUDGE_ACCURACY], 0, 0);       /* held: the viewer got nothing */
+    CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 0, 0);  /* held: the viewer got nothing */
+    CHECK_NEAR(v.score[JUDGE_ACCURACY], 1, 0);       /* but what it says is right */
+    CHECK(!v.pass);
     judge_verdict_clear(&v);
     sbuf_free(&b);
     json_decref(h);
