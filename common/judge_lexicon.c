@@ -30,6 +30,8 @@ struct judge_lexicon {
     int         nnw;
     char       *unit[LEX_MAX_WORDS];
     int         nunit;
+    struct { char *facts[8]; int nfacts; pcre2_code *re; } topic[LEX_MAX_FAMILIES];
+    int         ntopic;
 };
 
 static judge_lexicon *the_lexicon;
@@ -82,6 +84,7 @@ static void load(void)
     if (!d) return;
     judge_lexicon *L = xcalloc(1, sizeof *L);
     int bad = 0;
+    size_t i;
     const char *k;
     json_t *v;
     json_object_foreach(json_object_get(d, "families"), k, v) {
@@ -100,6 +103,11 @@ static void load(void)
     for (int i = 0; i < LEX_NLISTS; i++)
         if (!(L->list[i] = compile_list(json_object_get(d, lists[i]), lists[i]))) bad = 1;
     if (!(L->negation = compile_list(json_object_get(d, "negation"), "negation"))) bad = 1;
+    json_array_foreach(json_object_get(d, "topics"), i, v) {
+        if (L->ntopic == LEX_MAX_FAMILIES) break;
+        L->topic[L->ntopic].nfacts = words(json_object_get(v, "facts"), L->topic[L->ntopic].facts, 8);
+        if (!(L->topic[L->ntopic++].re = compile_list(json_object_get(v, "patterns"), "topics"))) bad = 1;
+    }
     L->narith = words(json_object_get(d, "arithmetic"), L->arith, LEX_MAX_WORDS);
     L->nunit = words(json_object_get(d, "units"), L->unit, LEX_MAX_WORDS);
     json_object_foreach(json_object_get(d, "number_words"), k, v) {
@@ -252,4 +260,14 @@ size_t judge_lexicon_unit(const judge_lexicon *L, const char *p)
         if (word_at(p + sp, L->unit[k], &n) && n > best) best = n;
     }
     return best ? sp + best : 0;
+}
+
+int judge_lexicon_topic(const judge_lexicon *L, pcre2_match_data *md, const char *fact, const char *text)
+{
+    if (!L || !fact || !text) return 0;
+    for (int t = 0; t < L->ntopic; t++)
+        for (int k = 0; k < L->topic[t].nfacts; k++)
+            if (!strcmp(L->topic[t].facts[k], fact))
+                return search(L, L->topic[t].re, md, text, 1, NULL, 0);
+    return 0;
 }
