@@ -738,6 +738,7 @@ static char *token_form(const char *s)
     size_t n = strlen(s);
     char *t = xmalloc(n + 3), *o = t;
     *o++ = ' ';
+    *o = 0;                       /* kept terminated: a temperature grows t */
     for (const char *p = s; *p; p++) {
         unsigned char c = (unsigned char)*p;
         /* a temperature is one form: "40°C", "40 ℃", "40 degrees" */
