@@ -1128,6 +1128,10 @@ static void test_arithmetic(void)
     CHECK(v.pass);
     if (!v.pass) show("off:", t, &v);
     judge_verdict_clear(&v);
+    /* with both prices stated, the saving is computed from them */
+    rescored(t, H, msgs, &v, "@%s ¥%g now, list ¥%g, you save ¥%g!", nick(t), price, list, list - price);
+    CHECK(v.pass);
+    judge_verdict_clear(&v);
     json_decref(msgs);
     json_decref(t);
 }
