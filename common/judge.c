@@ -30,6 +30,7 @@ struct judge {
     double        cot_budget, cot_scale, cot_max;
     const json_t *ded, *t_decline, *t_redirect, *t_honest, *t_promise, *t_question, *currency;
     json_t       *statuses;        /* order status words of the world */
+    json_t       *vocab;           /* {spec key: [the world's distinct values]}, return_condition too */
     const judge_lexicon *lex;      /* claims and honesty by meaning (data/judge/lexicon.json) */
     pcre2_match_data *md;
     task_arena   *arena;           /* the view of the JSON task being scored */
@@ -39,6 +40,8 @@ struct judge {
     const harness_compiled *hc;
     const harness_limits  *lim;
 };
+
+static int in_list(const json_t *list, const char *s);
 
 /* ---- config ------------------------------------------------------------------- */
 
@@ -89,6 +92,31 @@ static double num(const json_t *o, const char *k, double dflt)
     return json_is_number(v) ? json_number_value(v) : dflt;
 }
 
+/* The string values each spec field (and the return condition) takes
+ * across the world's products, each once: what a wrong one may be. */
+static json_t *world_vocabulary(const world *w)
+{
+    json_t *voc = json_object();
+    size_t i;
+    json_t *p;
+    json_array_foreach(json_object_get(world_json(w), "products"), i, p) {
+        const char *k;
+        json_t *v;
+        json_t *fields = json_deep_copy(json_object_get(p, "specs"));
+        if (!fields) fields = json_object();
+        json_t *cond = json_object_get(json_object_get(p, "returns"), "condition");
+        if (json_is_string(cond)) json_object_set(fields, "return_condition", cond);
+        json_object_foreach(fields, k, v) {
+            if (!json_is_string(v)) continue;
+            json_t *list = json_object_get(voc, k);
+            if (!list) json_object_set_new(voc, k, list = json_array());
+            if (!in_list(list, json_string_value(v))) json_array_append(list, v);
+        }
+        json_decref(fields);
+    }
+    return voc;
+}
+
 judge *judge_new(const world *w, const json_t *config, char **err)
 {
     *err = NULL;
@@ -135,6 +163,7 @@ judge *judge_new(const world *w, const json_t *config, char **err)
         }
     }
     json_decref(seen);
+    j->vocab = world_vocabulary(w);
     return j;
 }
 
@@ -146,6 +175,7 @@ void judge_free(judge *j)
     task_arena_free(j->arena);
     json_decref(j->cfg);
     json_decref(j->statuses);
+    json_decref(j->vocab);
     free(j);
 }
 
@@ -325,8 +355,18 @@ static size_t word_numbers(const judge_lexicon *L, const char *text, const char 
 {
     double v1, v2;
     size_t l1, l2;
-    if (!judge_lexicon_number_word(L, p, &v1, &l1)) return 0;
+    if (!judge_lexicon_number_word(L, p, &v1, &l1)) {
+        /* "a week", "an hour": one, before a unit only */
+        if (!strncasecmp(p, "a ", 2)) l1 = 1;
+        else if (!strncasecmp(p, "an ", 3)) l1 = 2;
+        else return 0;
+        size_t u = judge_lexicon_unit(L, p + l1);
+        if (!u) return 0;
+        if (*n < max) out[(*n)++] = (rnum){ 1, 0, (size_t)(p - text), unit_after(p + l1) };
+        return l1 + u;
+    }
     const char *q = p + l1;
+    if (!strncasecmp(q, " and a half", 11) && !isalnum((unsigned char)q[11])) { v1 += 0.5; q += 11; l1 += 11; }
     size_t u = judge_lexicon_unit(L, q);
     if (u) {
         if (*n < max) out[(*n)++] = (rnum){ v1, 0, (size_t)(p - text), unit_after(q) };
@@ -391,6 +431,65 @@ static int has_fact_number(const rnum *v, int n, double x, char unit)
         if (unit == 'm' && v[i].unit == 'y' && fabs(v[i].v * 12 - x) < 1e-6) return 1;
         if (unit == 'd' && v[i].unit == 'w' && fabs(v[i].v * 7 - x) < 1e-6) return 1;
     }
+    return 0;
+}
+
+/* ---- numbers in their units, for every fact ------------------------------------- */
+
+/* The unit a tool result's key gives its number ("days_min" days,
+ * "warranty_months" months, "weight_g" grams, "stock" stock), or 0. */
+static char key_unit(const char *k, size_t n)
+{
+    char key[48];
+    snprintf(key, sizeof key, "%.*s", (int)(n < 47 ? n : 47), k);
+    n = strlen(key);
+    if (strstr(key, "days")) return 'd';
+    if (strstr(key, "months")) return 'm';
+    if (strstr(key, "hours")) return 'h';
+    if (n > 2 && !strcmp(key + n - 2, "_g")) return 'g';
+    if (!strcmp(key, "stock")) return 's';
+    return 0;
+}
+
+typedef struct { double v; char unit; } unum;
+
+/* The numbers of the tool results with the unit each is stated in: by
+ * its key ("days":30) or by the unit word after it inside a string
+ * ("6 x 80 g", "original / 500g").  Returns the count. */
+static int evidence_units(const json_t *evidence, unum *out, int max)
+{
+    int n = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(evidence, i, e) {
+        const char *t = json_string_value(e);
+        for (const char *p = t ? strchr(t, '"') : NULL; p && n < max; p = strchr(p + 1, '"')) {
+            const char *q = strchr(p + 1, '"');
+            if (!q) break;
+            if (q[1] == ':' && isdigit((unsigned char)q[2])) {
+                char u = key_unit(p + 1, (size_t)(q - p - 1));
+                if (u) out[n++] = (unum){ strtod(q + 2, NULL), u };
+            }
+            p = q;
+        }
+        sim_number sn[64];
+        size_t k = t ? sim_scan_numbers(t, 0, sn, 64) : 0;
+        for (size_t a = 0; a < k && a < 64 && n < max; a++) {
+            char u = unit_after(t + sn[a].end);
+            if (u && u != '%') out[n++] = (unum){ sn[a].v, u };
+        }
+    }
+    return n;
+}
+
+/* The reply's number r, in its unit, among the tool results' numbers of
+ * that unit (weeks as days, years as months). */
+static int unit_supported(const rnum *r, const unum *ev, int ne)
+{
+    char u = r->unit == 'w' ? 'd' : r->unit == 'y' ? 'm' : r->unit;
+    double v = r->v * (r->unit == 'w' ? 7 : r->unit == 'y' ? 12 : 1);
+    for (int i = 0; i < ne; i++)
+        if (ev[i].unit == u && (fabs(ev[i].v - v) < 1e-6 || fabs(ev[i].v - r->v) < 1e-6)) return 1;
     return 0;
 }
 
@@ -552,6 +651,23 @@ static int replay(ctx *x, const json_t *msgs, char **err)
 /* ---- accuracy and effectiveness -------------------------------------------------------- */
 
 static int has_phrase(ctx *x, const char *phrase);
+static int words_in_a_sentence(ctx *x, const char *phrase, const char *minus);
+
+/* Another value the world gives field key (a spec, a return condition)
+ * stated in the reply by the words that tell it from the gold one:
+ * "keep in a cool, dry place" where the tools say "refrigerate after
+ * opening", Yunnan for Fujian.  Returns it (borrowed) or NULL. */
+static const char *vocabulary_competitor(ctx *x, const char *key, const char *gold)
+{
+    const json_t *vals = json_object_get(x->j->vocab, key);
+    size_t i;
+    json_t *v;
+    json_array_foreach(vals, i, v) {
+        const char *o = json_string_value(v);
+        if (strcasecmp(o, gold) && words_in_a_sentence(x, o, gold)) return o;
+    }
+    return NULL;
+}
 
 /* A fact the reply leaves out may still be contradicted: another price in
  * money, another size of the chart, another order status, another
@@ -595,6 +711,8 @@ static const char *competitor(ctx *x, const char *key, const task_view_fact *gol
             const char *vn = sget(o, "name");
             if (vn && g && strcasecmp(vn, g) && (!asked || strcasecmp(vn, asked)) && has_phrase(x, vn)) return vn;
         }
+    } else if (g && json_object_get(x->j->vocab, key)) {
+        return vocabulary_competitor(x, key, g);
     } else if (!strcmp(key, "coupon_code")) {
         for (const char *q = reply; *q; q++) {
             if (!isupper((unsigned char)q[0]) || !isupper((unsigned char)q[1])) continue;
@@ -620,15 +738,80 @@ static char *token_form(const char *s)
     size_t n = strlen(s);
     char *t = xmalloc(n + 3), *o = t;
     *o++ = ' ';
+    *o = 0;                       /* kept terminated: a temperature grows t */
     for (const char *p = s; *p; p++) {
         unsigned char c = (unsigned char)*p;
+        /* a temperature is one form: "40°C", "40 ℃", "40 degrees" */
+        size_t deg = !strncmp(p, "\xc2\xb0", 2) ? 2 : !strncmp(p, "\xe2\x84\x83", 3) ? 3 : 0;
+        if (deg) {
+            if (deg == 2 && (p[2] == 'C' || p[2] == 'c') && !isalnum((unsigned char)p[3])) deg = 3;
+            t = xrealloc(t, strlen(s) + (size_t)(o - t) + 12);   /* o moves with t */
+            o = t + strlen(t);
+            if (o[-1] != ' ') *o++ = ' ';
+            memcpy(o, "degrees ", 8);
+            o += 8;
+            p += deg - 1;
+            *o = 0;
+            continue;
+        }
         if (c >= 0x80 || isalnum(c)) *o++ = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
         else if (o[-1] != ' ') *o++ = ' ';
+        *o = 0;
     }
     if (o[-1] != ' ') *o++ = ' ';
     *o = 0;
     return t;
 }
+
+/* Words a fact's phrase may leave out or reword around ("unused and in
+ * the original packaging" is told by unused, original, packaging). */
+static int stop_word(const char *w, size_t n)
+{
+    static const char *const sw[] = { "a", "an", "the", "and", "in", "of", "with", "for", "to", "at", "on", "or",
+                                      "is", "it", "its", "your", "be", "are", "after", "do", "degree" };
+    for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++)
+        if (strlen(sw[i]) == n && !strncmp(sw[i], w, n)) return 1;
+    return 0;
+}
+
+/* Whether every content word of phrase (token form; those of minus left
+ * out when minus is given) stands in one sentence of the reply, in any
+ * order: "your skin is sensitive" states "sensitive skin".  At least one
+ * word must be asked for. */
+static int words_in_a_sentence(ctx *x, const char *phrase, const char *minus)
+{
+    char *pf = token_form(phrase), *mf = minus ? token_form(minus) : NULL;
+    char want[12][40];
+    int nw = 0;
+    for (char *p = pf + 1; *p && nw < 12; ) {
+        char *e = strchr(p, ' ');
+        size_t n = (size_t)(e - p);
+        char w[40];
+        snprintf(w, sizeof w, " %.*s ", (int)(n < 36 ? n : 36), p);
+        /* "100% cotton" is stated by "cotton" */
+        int all = n == 3 && !strncmp(p, "100", 3) && strstr(phrase, "100%");
+        if (!stop_word(p, n) && !all && !(mf && strstr(mf, w))) snprintf(want[nw++], 40, "%s", w);
+        p = e + 1;
+    }
+    free(pf);
+    free(mf);
+    int found = 0;
+    const char *r = x->reply;
+    while (nw && !found && *r) {
+        const char *e = r;
+        while (*e && !strchr("!?;\n", *e) && !(*e == '.' && !isdigit((unsigned char)e[1]))) e++;
+        char *sent = xstrndup(r, (size_t)(e - r)), *sf = token_form(sent);
+        found = 1;
+        for (int i = 0; i < nw && found; i++) found = strstr(sf, want[i]) != NULL;
+        free(sent);
+        free(sf);
+        r = *e ? e + 1 : e;
+    }
+    return found;
+}
+
+/* A string fact stated: as a phrase, or its words in one sentence. */
+static int states_fact(ctx *x, const char *g);
 
 /* Whether phrase is in the reply (its token form, x->tf) as whole tokens;
  * a list ("a, b and c") when each item is, in any order. */
@@ -653,6 +836,11 @@ static int has_phrase(ctx *x, const char *phrase)
     }
     free(pf);
     return found;
+}
+
+static int states_fact(ctx *x, const char *g)
+{
+    return has_phrase(x, g) || words_in_a_sentence(x, g, NULL);
 }
 
 /* The words of name (token form, 3+ letters) that other's name lacks:
@@ -703,7 +891,17 @@ static size_t clause_break(const char *p)
  * stated for its own product.  A money number is bound to the product its
  * clause names; with no product named anywhere, the prices are read in
  * the order the viewer named the products.  Returns 1 after a reason. */
-static int check_bound_prices(ctx *x, const rnum *nums, int nn)
+/* The two products of a comparison (facts price and price2): their
+ * prices, names and the words that tell them apart.  0 when the task is
+ * no comparison of two prices. */
+typedef struct {
+    double      want[2];
+    const char *names[2];
+    char        w[2][8][36];
+    int         nw[2];
+} price_pair;
+
+static int price_pair_of(ctx *x, price_pair *pp)
 {
     const task_view_fact *f1 = NULL, *f2 = NULL;
     for (size_t f = 0; f < x->t->nfacts; f++) {
@@ -719,10 +917,52 @@ static int check_bound_prices(ctx *x, const rnum *nums, int nn)
     const json_t *p2 = world_product_by_id(x->j->w, id2 ? id2 : "");
     const char *n1 = sget(p1, "name"), *n2 = sget(p2, "name");
     if (!n1 || !n2) return 0;
-    char w[2][8][36];
-    int nw[2] = { distinct_words(n1, n2, w[0], 8), distinct_words(n2, n1, w[1], 8) };
-    const double want[2] = { f1->num, f2->num };
-    const char *names[2] = { n1, n2 };
+    pp->nw[0] = distinct_words(n1, n2, pp->w[0], 8);
+    pp->nw[1] = distinct_words(n2, n1, pp->w[1], 8);
+    pp->want[0] = f1->num;
+    pp->want[1] = f2->num;
+    pp->names[0] = n1;
+    pp->names[1] = n2;
+    return 1;
+}
+
+/* "X is the cheaper one" answers "which is cheaper" without the prices:
+ * 1 when the product a clause calls cheaper (or the other pricier) is
+ * the cheaper one, -1 when it is not, 0 when no clause says. */
+static int cheaper_said(ctx *x, price_pair *pp)
+{
+    static const char *const lower[] = { "cheaper", "less expensive", "more affordable", "lower price", "costs less" };
+    static const char *const higher[] = { "pricier", "more expensive", "costs more", "higher price" };
+    size_t start = 0, len = strlen(x->reply);
+    for (size_t i = 0; i <= len; i++) {
+        size_t brk = i < len ? clause_break(x->reply + i) : 1;
+        if (!brk) continue;
+        char *part = xstrndup(x->reply + start, i - start), *lp = ascii_lower(part);
+        int dir = 0;
+        for (size_t k = 0; k < 5 && !dir; k++) if (has_word(lp, lower[k])) dir = 1;
+        for (size_t k = 0; k < 4 && !dir; k++) if (has_word(lp, higher[k])) dir = -1;
+        free(part);
+        free(lp);
+        int who = dir ? clause_product(x, start, i, pp->w, pp->nw) : -1;
+        if (who >= 0) {
+            int cheap = pp->want[who] < pp->want[1 - who];
+            return (dir > 0) == cheap ? 1 : -1;
+        }
+        start = i + brk;
+        i = start - 1;
+    }
+    return 0;
+}
+
+static int check_bound_prices(ctx *x, const rnum *nums, int nn)
+{
+    price_pair pp;
+    if (!price_pair_of(x, &pp)) return 0;
+    char (*w)[8][36] = pp.w;
+    int *nw = pp.nw;
+    const double *want = pp.want;
+    const char *const *names = pp.names;
+    const char *n1 = names[0], *n2 = names[1];
     int any_named = 0, order = 0;
     size_t start = 0, len = strlen(x->reply);
     /* bound: each money number equal to one of the two prices */
@@ -874,11 +1114,31 @@ static int check_list_price(ctx *x, const rnum *nums, int nn)
     return 0;
 }
 
+/* The reply says sold out ("not sold out yet" does not). */
+static int sold_out_said(ctx *x)
+{
+    static const char *const words[] = { "sold out", "out of stock" };
+    for (int i = 0; i < 2; i++)
+        if (strstr(x->lc, words[i]) && !judge_lexicon_negated_term(x->j->lex, x->j->md, x->lc, words[i])) return 1;
+    return 0;
+}
+
+/* The request asks two things: its gold calls have two functions. */
+static int two_questions(const task_view *t)
+{
+    for (size_t c = 1; c < t->ncalls; c++)
+        if (t->calls[c].function && t->calls[0].function && strcmp(t->calls[c].function, t->calls[0].function))
+            return 1;
+    return 0;
+}
+
 /* Checks every gold fact; returns how many were stated right. */
 static int check_facts(ctx *x, const rnum *nums, int nn)
 {
     char buf[64], val[64];
-    int right = 0, missing = 0, wrong = 0;
+    int right = 0, missing = 0, wrong = 0, partly = 0;
+    price_pair pp;
+    int cmp = price_pair_of(x, &pp) ? cheaper_said(x, &pp) : 0;
     for (size_t f = 0; f < x->t->nfacts; f++) {
         const task_view_fact *v = &x->t->facts[f];
         const char *k = v->key;
@@ -887,16 +1147,30 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
             int o = offered_alternative(x, &which);
             if (o > 0 || (v->str && has_phrase(x, v->str))) { right++; continue; }
             if (o < 0) { reason(x, "fact_wrong", JUDGE_ACCURACY, "alternative: %s is sold out too", which); wrong++; }
-            else { x->no_deduction = 1; reason(x, "no_alternative", JUDGE_EFFECTIVENESS, "sold out: no in-stock variant offered (%s is one)", v->str ? v->str : "?"); missing++; }
+            else {
+                /* "X is sold out" with no alternative answers the
+                 * question asked, in part */
+                x->no_deduction = 1;
+                reason(x, "no_alternative", JUDGE_EFFECTIVENESS, "sold out: no in-stock variant offered (%s is one)", v->str ? v->str : "?");
+                missing++;
+                partly = 1;
+            }
             continue;
         }
-        int present = v->str ? has_phrase(x, v->str) : has_fact_number(nums, nn, v->num, fact_unit(k));
+        int present = v->str ? states_fact(x, v->str) : has_fact_number(nums, nn, v->num, fact_unit(k));
         if (!v->str) snprintf(val, sizeof val, "%.15g", v->num);   /* for the reason */
         else snprintf(val, sizeof val, "%s", v->str);
         const rnum *un = !v->str ? unit_competitor(x, v, nums, nn) : NULL;
         if (present && !un) { right++; continue; }
+        if (!present && !un && cmp && (!strcmp(k, "price") || !strcmp(k, "price2"))) {
+            if (cmp > 0) { right++; continue; }
+            reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply calls the pricier product the cheaper one", k);
+            wrong++;
+            cmp = 0;
+            continue;
+        }
         const char *c = un ? (snprintf(buf, sizeof buf, "%.15g", un->v), buf) : competitor(x, k, v, nums, nn, buf, sizeof buf);
-        if (!c && !strcmp(k, "stock") && v->num > 0 && (strcasestr(x->reply, "sold out") || strcasestr(x->reply, "out of stock")))
+        if (!c && !strcmp(k, "stock") && v->num > 0 && sold_out_said(x))
             c = "sold out";
         if (c) { reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply says %s, the tools say %s", k, c, val); wrong++; }
         else { x->no_deduction = 1; reason(x, "fact_missing", JUDGE_EFFECTIVENESS, "%s %s not stated", k, val); missing++; }
@@ -907,15 +1181,46 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
         int a = has_fact_number(nums, nn, lo->num, 'd'), b = has_fact_number(nums, nn, hi->num, 'd');
         if (a != b) { reason(x, "fact_wrong", JUDGE_ACCURACY, "a %g-%g day range given as %g", lo->num, hi->num, a ? lo->num : hi->num); wrong++; }
     }
+    /* every fact left out, but the question answered in words ("yes, it
+     * can be returned"): served in part */
+    for (size_t f = 0; f < x->t->nfacts && !wrong && missing && !partly && !x->ded[JUDGE_ACCURACY]; f++)
+        partly = judge_lexicon_topic(x->j->lex, x->j->md, x->t->facts[f].key, x->reply);
     if (!wrong) wrong += check_bound_prices(x, nums, nn);
     if (!wrong) wrong += check_list_price(x, nums, nn);
     if (!wrong) wrong += check_coupon_terms(x, nums, nn);
     /* What the viewer was served: nothing when every fact is missing or
      * the answer is wrong; part when some are (the missing facts'
      * reasons carry no deduction of their own). */
-    if (wrong) x->ded[JUDGE_EFFECTIVENESS] += right ? 0.5 : 1;
-    else if (missing) x->ded[JUDGE_EFFECTIVENESS] += missing == (int)x->t->nfacts ? 1 : 0.5;
+    /* A wrong answer serves nobody, unless a right one answers another
+     * of the viewer's questions (gold calls of two functions: a price and
+     * a stock question; not a comparison's two lookups). */
+    if (wrong) x->ded[JUDGE_EFFECTIVENESS] += right && two_questions(x->t) ? 0.5 : 1;
+    else if (missing) x->ded[JUDGE_EFFECTIVENESS] += missing == (int)x->t->nfacts && !partly ? 1 : 0.5;
     return right;
+}
+
+/* Every number the reply states in a unit of time, weight or stock is a
+ * tool result's number in that unit ("30 days" is not backed by
+ * "30°C", "a week" not by a 0-day window), or the viewer's own. */
+static void check_units(ctx *x, const rnum *nums, int nn)
+{
+    int any = 0;
+    for (int i = 0; i < nn && !any; i++) any = nums[i].unit && nums[i].unit != '%' && nums[i].unit != 'c';
+    if (!any) return;
+    unum ev[128];
+    int ne = evidence_units(json_object_get(x->rec, "evidence"), ev, 128);
+    sim_number vn[32];
+    size_t kv = x->t->text ? sim_scan_numbers(x->t->text, 0, vn, 32) : 0;
+    for (int i = 0; i < nn; i++) {
+        if (!nums[i].unit || nums[i].unit == '%' || nums[i].unit == 'c' || unit_supported(&nums[i], ev, ne)) continue;
+        int viewer = 0;
+        for (size_t a = 0; a < kv && a < 32 && !viewer; a++) viewer = fabs(vn[a].v - nums[i].v) < 1e-6;
+        if (viewer) continue;
+        reason(x, "unsupported_value", JUDGE_ACCURACY, "%.15g (%s) is in no tool result in that unit", nums[i].v,
+               nums[i].unit == 'd' ? "days" : nums[i].unit == 'w' ? "weeks" : nums[i].unit == 'm' ? "months"
+               : nums[i].unit == 'y' ? "years" : nums[i].unit == 'h' ? "hours" : nums[i].unit == 's' ? "stock" : "grams");
+        return;
+    }
 }
 
 /* Claims by meaning (data/judge/lexicon.json families), then the exact
@@ -949,11 +1254,37 @@ static void check_claims(ctx *x)
     if (claimed) x->ded[JUDGE_ACCURACY] += 1, x->ded[JUDGE_EFFECTIVENESS] += 1;
 }
 
+/* A word of a gold string fact ("cotton" of "100% cotton", "delivered"),
+ * 4+ letters, as a whole token of the reply. */
+static int states_gold_word(ctx *x)
+{
+    for (size_t f = 0; f < x->t->nfacts; f++) {
+        const char *g = x->t->facts[f].str;
+        if (!g) continue;
+        if (has_phrase(x, g)) return 1;
+        char *tf = token_form(g);
+        int hit = 0;
+        for (char *p = tf + 1; *p && !hit; ) {
+            char *e = strchr(p, ' ');
+            if (e - p >= 4) {
+                char w[40];
+                snprintf(w, sizeof w, " %.*s ", (int)(e - p < 36 ? e - p : 36), p);
+                hit = strstr(x->tf, w) != NULL;
+            }
+            p = e + 1;
+        }
+        free(tf);
+        if (hit) return 1;
+    }
+    return 0;
+}
+
 /* The reply speaks of what the request was about: the product (two of
- * its name's words), the order id, or a number. */
+ * its name's words), the order id, a number, or a value of the kind
+ * asked (the gold size, variant, status, a word of a gold spec). */
 static int about_request(ctx *x, const rnum *nums, int nn)
 {
-    if (nn > 0) return 1;
+    if (nn > 0 || states_gold_word(x)) return 1;
     const json_t *p = world_product_by_id(x->j->w, x->t->product ? x->t->product : "");
     const char *name = sget(p, "name");
     if (name) {
@@ -984,6 +1315,12 @@ static void check_fault_honesty(ctx *x, const rnum *nums, int nn, int some_ok)
     if (success && !(honest && some_ok)) {
         reason(x, "claims_after_fault", JUDGE_ACCURACY, "a needed call failed, yet the reply says '%s'", what);
         x->ded[JUDGE_EFFECTIVENESS] += 1;
+    } else if (!honest && some_ok && about_request(x, nums, nn)) {
+        /* the answered part given, the failed part left unsaid: served in
+         * part, and nothing false stated of it */
+        x->no_deduction = 1;
+        reason(x, "dishonest_after_fault", JUDGE_EFFECTIVENESS, "a needed call failed for good and the reply does not say so (the answered part is given)");
+        x->ded[JUDGE_EFFECTIVENESS] += 0.5;
     } else if (!honest && about_request(x, nums, nn)) {
         reason(x, "claims_after_fault", JUDGE_ACCURACY, "a needed call failed; the reply answers as if it had not");
         x->ded[JUDGE_EFFECTIVENESS] += 1;
@@ -1043,11 +1380,11 @@ static void check_reply(ctx *x, int need)
     if (!x->accepted) {
         const json_t *reps = json_object_get(x->rec, "replies");
         const json_t *hooks = json_object_get(json_array_get(reps, json_array_size(reps) - 1), "hooks");
+        /* Held: the viewer was served nothing (effectiveness 0).  Accuracy
+         * still reads what the reply says, as a reviewer does: a right
+         * answer held for its length is accurate, a wrong one is not. */
         reason(x, "reply_rejected", JUDGE_EFFECTIVENESS, "the last reply was held by %s",
                json_string_value(json_array_get(hooks, 0)) ? json_string_value(json_array_get(hooks, 0)) : "a hook");
-        /* as with no reply: the viewer was told nothing, so nothing
-         * accurate (else a held non-answer outscores a real attempt) */
-        reason(x, "not_delivered", JUDGE_ACCURACY, "the held reply never reached the viewer");
     }
     /* accuracy */
     const char *viewer = x->t->text;
@@ -1061,14 +1398,26 @@ static void check_reply(ctx *x, int need)
     check_claims(x);
     rnum nums[64];
     int nn = reply_numbers(j, reply, j->currency, nums, 64);
-    if (!(need & (NEED_FAILED | NEED_UNSERVABLE))) check_facts(x, nums, nn);
+    check_units(x, nums, nn);
+    /* an answer without the lookup it needs, unless it says it could not:
+     * whatever it states is read from no tool, right or not */
+    if ((need & NEED_NOT_MADE) && !(need & (NEED_FAILED | NEED_UNSERVABLE))
+        && !judge_lexicon_has(j->lex, j->md, LEX_FAULT_HONEST, reply, NULL, 0)
+        && !judge_lexicon_has(j->lex, j->md, LEX_DECLINE, reply, NULL, 0) && about_request(x, nums, nn)) {
+        reason(x, "unsupported_answer", JUDGE_ACCURACY, "a needed call was not made, yet the reply answers");
+        /* an answer the viewer cannot trust serves in part when it happens
+         * to be right, not at all when it is wrong */
+        double before = x->ded[JUDGE_EFFECTIVENESS];
+        check_facts(x, nums, nn);
+        if (x->ded[JUDGE_EFFECTIVENESS] < before + 0.5) x->ded[JUDGE_EFFECTIVENESS] = before + 0.5;
+    } else if (!(need & (NEED_FAILED | NEED_UNSERVABLE))) check_facts(x, nums, nn);
     else if (need & NEED_FAILED) check_fault_honesty(x, nums, nn, need & NEED_SOME_OK);
     else check_unservable(x);
-    /* an answer without the lookup it needs, unless it says it could not */
-    if ((need & NEED_NOT_MADE) && !(need & NEED_FAILED)
-        && !judge_lexicon_has(j->lex, j->md, LEX_FAULT_HONEST, reply, NULL, 0)
-        && !judge_lexicon_has(j->lex, j->md, LEX_DECLINE, reply, NULL, 0) && about_request(x, nums, nn))
-        reason(x, "unsupported_answer", JUDGE_ACCURACY, "a needed call was not made, yet the reply answers");
+    /* A request no tool answers (off-topic, a greeting, an ambiguous
+     * one) answered with facts about the world: read from no tool. */
+    char what[96];
+    if (!x->t->ncalls && judge_lexicon_has(j->lex, j->md, LEX_GENERAL, reply, what, sizeof what))
+        reason(x, "unsupported_claim", JUDGE_ACCURACY, "a fact no tool gave, from general knowledge: '%s'", what);
     if (markdown(reply)) reason(x, "markdown", JUDGE_EFFECTIVENESS, "Markdown in a plain-text reply");
     /* effectiveness */
     for (size_t i = 0; i < x->t->nmust; i++) {

@@ -30,6 +30,8 @@ struct judge_lexicon {
     int         nnw;
     char       *unit[LEX_MAX_WORDS];
     int         nunit;
+    struct { char *facts[8]; int nfacts; pcre2_code *re; } topic[LEX_MAX_FAMILIES];
+    int         ntopic;
 };
 
 static judge_lexicon *the_lexicon;
@@ -43,14 +45,30 @@ static pcre2_code *compile_list(const json_t *patterns, const char *what)
     sbuf_init(&b);
     size_t i;
     json_t *p;
+    /* When every pattern starts at a word boundary, that one \b is
+     * tested first, outside the alternation: inside a word the match
+     * fails at once instead of trying each alternative's own \b (the
+     * same matches, a third of the work on a typical reply). */
+    int all_b = json_array_size(patterns) > 0;
+    json_array_foreach(patterns, i, p)
+        all_b &= json_is_string(p) && !strncmp(json_string_value(p), "\\b", 2);
+    if (all_b) sbuf_puts(&b, "\\b(?:");
+    size_t start = b.len;
     json_array_foreach(patterns, i, p) {
         if (!json_is_string(p)) continue;
-        sbuf_printf(&b, "%s(?:%s)", b.len ? "|" : "", json_string_value(p));
+        sbuf_printf(&b, "%s(?:%s)", b.len > start ? "|" : "", json_string_value(p));
     }
-    if (!b.len) sbuf_puts(&b, "(*FAIL)");
+    if (all_b) sbuf_putc(&b, ')');
+    if (b.len == start) sbuf_puts(&b, "(*FAIL)");
+    /* A list in ASCII is matched byte by byte: the same matches (\b and
+     * case are ASCII-only either way), without decoding UTF-8 at every
+     * step; only a window such as [^.!?]{0,30} counts bytes, not
+     * characters, over CJK text. */
+    int ascii = 1;
+    for (size_t i = 0; i < b.len && ascii; i++) ascii = (unsigned char)b.s[i] < 0x80;
     int ec;
     PCRE2_SIZE off;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)b.s, PCRE2_ZERO_TERMINATED, PCRE2_CASELESS | PCRE2_UTF,
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)b.s, PCRE2_ZERO_TERMINATED, PCRE2_CASELESS | (ascii ? 0 : PCRE2_UTF),
                                    &ec, &off, NULL);
     if (!re) {
         PCRE2_UCHAR msg[256];
@@ -82,6 +100,7 @@ static void load(void)
     if (!d) return;
     judge_lexicon *L = xcalloc(1, sizeof *L);
     int bad = 0;
+    size_t i;
     const char *k;
     json_t *v;
     json_object_foreach(json_object_get(d, "families"), k, v) {
@@ -95,10 +114,16 @@ static void load(void)
         L->nfam++;
         if (!(f->re = compile_list(json_object_get(v, "patterns"), k))) bad = 1;
     }
-    static const char *const lists[LEX_NLISTS] = { "fault_honest", "success_claim", "decline", "invented_fault" };
+    static const char *const lists[LEX_NLISTS] = { "fault_honest", "success_claim", "decline", "invented_fault",
+                                                        "general_knowledge" };
     for (int i = 0; i < LEX_NLISTS; i++)
         if (!(L->list[i] = compile_list(json_object_get(d, lists[i]), lists[i]))) bad = 1;
     if (!(L->negation = compile_list(json_object_get(d, "negation"), "negation"))) bad = 1;
+    json_array_foreach(json_object_get(d, "topics"), i, v) {
+        if (L->ntopic == LEX_MAX_FAMILIES) break;
+        L->topic[L->ntopic].nfacts = words(json_object_get(v, "facts"), L->topic[L->ntopic].facts, 8);
+        if (!(L->topic[L->ntopic++].re = compile_list(json_object_get(v, "patterns"), "topics"))) bad = 1;
+    }
     L->narith = words(json_object_get(d, "arithmetic"), L->arith, LEX_MAX_WORDS);
     L->nunit = words(json_object_get(d, "units"), L->unit, LEX_MAX_WORDS);
     json_object_foreach(json_object_get(d, "number_words"), k, v) {
@@ -182,7 +207,7 @@ int judge_lexicon_negated_term(const judge_lexicon *L, pcre2_match_data *md, con
 int judge_lexicon_has(const judge_lexicon *L, pcre2_match_data *md, int list, const char *text, char *what, size_t wn)
 {
     if (!L || !text || list < 0 || list >= LEX_NLISTS) return 0;
-    int check_neg = list == LEX_SUCCESS_CLAIM || list == LEX_INVENTED_FAULT;
+    int check_neg = list == LEX_SUCCESS_CLAIM || list == LEX_INVENTED_FAULT || list == LEX_GENERAL;
     return search(L, L->list[list], md, text, check_neg, what, wn);
 }
 
@@ -251,4 +276,14 @@ size_t judge_lexicon_unit(const judge_lexicon *L, const char *p)
         if (word_at(p + sp, L->unit[k], &n) && n > best) best = n;
     }
     return best ? sp + best : 0;
+}
+
+int judge_lexicon_topic(const judge_lexicon *L, pcre2_match_data *md, const char *fact, const char *text)
+{
+    if (!L || !fact || !text) return 0;
+    for (int t = 0; t < L->ntopic; t++)
+        for (int k = 0; k < L->topic[t].nfacts; k++)
+            if (!strcmp(L->topic[t].facts[k], fact))
+                return search(L, L->topic[t].re, md, text, 1, NULL, 0);
+    return 0;
 }

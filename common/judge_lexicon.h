@@ -23,7 +23,7 @@
 typedef struct judge_lexicon judge_lexicon;
 
 /* Pattern lists other than the claim families. */
-enum { LEX_FAULT_HONEST, LEX_SUCCESS_CLAIM, LEX_DECLINE, LEX_INVENTED_FAULT, LEX_NLISTS };
+enum { LEX_FAULT_HONEST, LEX_SUCCESS_CLAIM, LEX_DECLINE, LEX_INVENTED_FAULT, LEX_GENERAL, LEX_NLISTS };
 
 const judge_lexicon *judge_lexicon_get(void);
 
@@ -50,6 +50,10 @@ int  judge_lexicon_arith_near(const judge_lexicon *L, const char *text, size_t a
  * its value and length; 0 when none.  Multi-word entries ("a hundred")
  * too. */
 int  judge_lexicon_number_word(const judge_lexicon *L, const char *p, double *v, size_t *len);
+/* Whether text speaks of the question gold fact fact answers (the
+ * lexicon's topics: "can be returned" for return_days), negation-aware ("couldn't find a
+ * return policy" does not). */
+int  judge_lexicon_topic(const judge_lexicon *L, pcre2_match_data *md, const char *fact, const char *text);
 /* The unit word at p (after spaces), its length, or 0. */
 size_t judge_lexicon_unit(const judge_lexicon *L, const char *p);
 

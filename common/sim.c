@@ -1074,9 +1074,23 @@ static int arithmetic_of(double x, const double *ev, size_t en)
     return 0;
 }
 
+/* Whether reply number rv[a] is a saving, difference or total bound to
+ * what the reply names: where the reply states two or more other numbers
+ * backed by ev (the prices it compares), of two of those ("¥309 vs ¥389,
+ * you save ¥90" is wrong although 479 - 389 is 90 in the same results);
+ * where it states fewer, of two numbers of ev. */
+static int computed_from(const sim_number *rv, size_t rn, size_t a, const double *ev, size_t en)
+{
+    double few[16];
+    size_t k = 0;
+    for (size_t b = 0; b < rn && k < 16; b++)
+        if (b != a && among(rv[b].v, ev, en)) few[k++] = rv[b].v;
+    return k >= 2 ? arithmetic_of(rv[a].v, few, k) : arithmetic_of(rv[a].v, ev, en);
+}
+
 /* The first number of reply that is none of ev[0..en) (nor, where an
  * arithmetic word such as "save" or "difference" stands before it, a
- * difference or sum of two of them), as text, or NULL. */
+ * difference or sum bound as computed_from says), as text, or NULL. */
 static char *unmatched_number(const char *reply, const double *ev, size_t en)
 {
     sim_number few[32], *rv = few;
@@ -1085,7 +1099,7 @@ static char *unmatched_number(const char *reply, const double *ev, size_t en)
     char *bad = NULL;
     for (size_t a = 0; a < rn && !bad; a++) {
         if (among(rv[a].v, ev, en)) continue;
-        if (judge_lexicon_arith_near(judge_lexicon_get(), reply, rv[a].at, rv[a].end) && arithmetic_of(rv[a].v, ev, en)) continue;
+        if (judge_lexicon_arith_near(judge_lexicon_get(), reply, rv[a].at, rv[a].end) && computed_from(rv, rn, a, ev, en)) continue;
         bad = xasprintf("%.15g", rv[a].v);
     }
     if (rv != few) free(rv);

@@ -304,9 +304,9 @@ static void test_long_reply_loses_effectiveness(void)
     /* Under the example harness the reply_format hook holds it: rejected. */
     score(t, H, play(t, H, price_policy(t, "{\"skill\":\"price_promo\"}", b.s)), &v);
     CHECK(has_reason(&v, "reply_rejected"));
-    CHECK(has_reason(&v, "not_delivered"));
-    CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 0, 0);
-    CHECK_NEAR(v.score[JUDGE_ACCURACY], 0, 0);       /* held: the viewer got nothing */
+    CHECK_NEAR(v.score[JUDGE_EFFECTIVENESS], 0, 0);  /* held: the viewer got nothing */
+    CHECK_NEAR(v.score[JUDGE_ACCURACY], 1, 0);       /* but what it says is right */
+    CHECK(!v.pass);
     judge_verdict_clear(&v);
     sbuf_free(&b);
     json_decref(h);
@@ -901,6 +901,109 @@ static void test_compare_prices_bound(void)
     json_decref(t);
 }
 
+/* "X is the cheaper one" answers a comparison without the prices, when
+ * X is the cheaper; calling the pricier one cheaper is wrong and, a wrong
+ * answer, serves nobody (effectiveness 0). */
+static void test_cheaper_said(void)
+{
+    json_t *msgs, *t = task_where("compare", two_prices, &msgs);
+    if (!t) { CHECK(0); return; }
+    const json_t *gc = json_object_get(json_object_get(t, "gold"), "calls");
+    const char *id2 = json_string_value(json_object_get(json_object_get(json_array_get(gc, 1), "arguments"), "product"));
+    const char *n1 = json_string_value(json_object_get(world_product_by_id(W, product(t)), "name"));
+    const char *n2 = json_string_value(json_object_get(world_product_by_id(W, id2), "name"));
+    int first_cheaper = fact_num(t, "price") < fact_num(t, "price2");
+    judge_verdict v;
+    rescored(t, H, msgs, &v, "@%s the %s is the cheaper one!", nick(t), first_cheaper ? n1 : n2);
+    CHECK(v.pass && v.score[JUDGE_EFFECTIVENESS] == 1);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s the %s is the cheaper one!", nick(t), first_cheaper ? n2 : n1);
+    CHECK(has_reason(&v, "fact_wrong") && v.score[JUDGE_ACCURACY] == 0 && v.score[JUDGE_EFFECTIVENESS] == 0);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
+static int week_window(const json_t *t) { return fact_num(t, "return_days") == 7; }
+static int month_window(const json_t *t) { return fact_num(t, "return_days") == 30; }
+
+/* Every number in a unit is a tool result's in that unit: "a week" is
+ * a 7-day window, not a 30-day one (30 is also a washing temperature, in
+ * °C); "yes, it can be returned" without the window serves in part. */
+static void test_units_every_fact(void)
+{
+    json_t *msgs, *t = task_where("returns", week_window, &msgs);
+    judge_verdict v;
+    if (t) {
+        rescored(t, H, msgs, &v, "@%s you've got a week to return it.", nick(t));
+        CHECK(v.pass);
+        judge_verdict_clear(&v);
+        rescored(t, H, msgs, &v, "@%s you've got a month to return it.", nick(t));
+        CHECK(has_reason(&v, "unsupported_value") && v.score[JUDGE_ACCURACY] == 0);
+        judge_verdict_clear(&v);
+        json_decref(msgs);
+        json_decref(t);
+    } else CHECK(0);
+    if (!(t = task_where("returns", month_window, &msgs))) { CHECK(0); return; }
+    rescored(t, H, msgs, &v, "@%s you can return it within a week.", nick(t));
+    CHECK(v.score[JUDGE_ACCURACY] == 0 && !v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s yes, it can be returned.", nick(t));
+    CHECK(v.score[JUDGE_ACCURACY] == 1 && v.score[JUDGE_EFFECTIVENESS] == 0.5);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s thanks for watching!", nick(t));
+    CHECK(v.score[JUDGE_EFFECTIVENESS] == 0);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
+/* An off-topic question answered from general knowledge is a fact from
+ * no tool (accuracy 0); chit-chat states no fact (accuracy 1, but no
+ * redirect: effectiveness 0). */
+static void test_general_knowledge(void)
+{
+    json_t *msgs, *t = task_where("off_topic", NULL, &msgs);
+    if (!t) { CHECK(0); return; }
+    judge_verdict v;
+    judge_score(J, t, H, msgs, &v);
+    CHECK(v.pass);
+    judge_verdict_clear(&v);
+    static const char *const answers[] = { "rinse it well, then simmer it until soft!",
+                                           "tomorrow looks sunny with a light breeze!",
+                                           "bitcoin's been up and down all week, I'd wait." };
+    for (int i = 0; i < 3; i++) {
+        rescored(t, H, msgs, &v, "@%s %s", nick(t), answers[i]);
+        CHECK(has_reason(&v, "unsupported_claim") && v.score[JUDGE_ACCURACY] == 0);
+        judge_verdict_clear(&v);
+    }
+    rescored(t, H, msgs, &v, "@%s haha I burn rice every time", nick(t));
+    CHECK(!has_reason(&v, "unsupported_claim") && v.score[JUDGE_ACCURACY] == 1 && v.score[JUDGE_EFFECTIVENESS] == 0);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
+static int has_origin(const json_t *t) { return fact_str(t, "origin") != NULL; }
+
+/* A string fact by its words in one sentence ("made in X" for origin X);
+ * another value the world gives that field is wrong. */
+static void test_string_fact_words(void)
+{
+    json_t *msgs, *t = task_where("specs", has_origin, &msgs);
+    if (!t) { CHECK(0); return; }
+    const char *o = fact_str(t, "origin"), *other = strcmp(o, "Yunnan") ? "Yunnan" : "Fujian";
+    judge_verdict v;
+    rescored(t, H, msgs, &v, "@%s it's made in %s.", nick(t), o);
+    CHECK(v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s it's made in %s.", nick(t), other);
+    CHECK(has_reason(&v, "fact_wrong") && v.score[JUDGE_ACCURACY] == 0 && v.score[JUDGE_EFFECTIVENESS] == 0);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
 static int big_price(const json_t *t) { return fact_num(t, "price") >= 1000 && fact_num(t, "price") == floor(fact_num(t, "price")); }
 
 /* "¥1,119" is 1119: neither the factual_risk hook nor the judge splits it. */
@@ -1025,6 +1128,10 @@ static void test_arithmetic(void)
     CHECK(v.pass);
     if (!v.pass) show("off:", t, &v);
     judge_verdict_clear(&v);
+    /* with both prices stated, the saving is computed from them */
+    rescored(t, H, msgs, &v, "@%s ¥%g now, list ¥%g, you save ¥%g!", nick(t), price, list, list - price);
+    CHECK(v.pass);
+    judge_verdict_clear(&v);
     json_decref(msgs);
     json_decref(t);
 }
@@ -1042,6 +1149,9 @@ static void test_claims_by_meaning(void)
         { "I've reserved one for you", "false_promise" },
         { "it arrives by Friday for sure", "false_promise" },
         { "lowest price in the world", "banned_claim" },
+        { "nothing beats it, it outperforms every other one", "banned_claim" },
+        { "it helps keep your blood sugar steady", "banned_claim" },
+        { "and I'll add a second coupon for you after checkout", "false_promise" },
     };
     judge_verdict v;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -1220,6 +1330,10 @@ int main(void)
     RUN(test_list_any_order);
     RUN(test_arithmetic);
     RUN(test_claims_by_meaning);
+    RUN(test_cheaper_said);
+    RUN(test_units_every_fact);
+    RUN(test_general_knowledge);
+    RUN(test_string_fact_words);
     RUN(test_greeting_addresses);
     RUN(test_honesty_after_fault);
     RUN(test_unservable_request);
