@@ -9,13 +9,15 @@
  *   bench_gemm CONFIG.json B T [REPS]
  *
  * One JSON line: the linear FLOPs per step, the best of REPS (default 5,
- * after one warm-up) seconds for all of them, and GFLOP/s.  Attention's
+ * after one warm-up) seconds for all of them, GFLOP/s and the kernel
+ * OpenBLAS picked for this CPU (OPENBLAS_CORETYPE overrides it).  Attention's
  * own products (per-head tiles) are not included: they are counted in
  * the step's FLOPs but run at the tile shapes, not these. */
 #include "kernels.h"
 #include "model.h"
 #include "util.h"
 
+#include <cblas.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,9 +49,9 @@ int main(int argc, char **argv)
     if (model_config_load(&c, argv[1])) return 1;
     int B = atoi(argv[2]), T = atoi(argv[3]), reps = argc > 4 ? atoi(argv[4]) : 5;
     if (B < 1 || T < 1 || reps < 1) { fputs("bench_gemm: B, T and REPS must be positive\n", stderr); return 2; }
-    int N = B * T, C = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+    int N = B * T, C = c.hidden_size, FF = c.intermediate_size, V = c.vocab_size;
     int HD = c.n_heads * c.head_dim, KD = c.n_kv_heads * c.head_dim, L = c.n_layers;
-    shape sh[] = { { C, HD, L }, { C, KD, 2 * L }, { HD, C, L }, { C, I, 2 * L }, { I, C, L }, { C, V, 1 } };
+    shape sh[] = { { C, HD, L }, { C, KD, 2 * L }, { HD, C, L }, { C, FF, 2 * L }, { FF, C, L }, { C, V, 1 } };
     int ns = sizeof sh / sizeof sh[0];
     size_t maxio = 0, maxw = 0;
     for (int s = 0; s < ns; s++) {
@@ -73,8 +75,9 @@ int main(int argc, char **argv)
         if (r && (best == 0 || t < best)) best = t;   /* rep 0 warms up */
     }
     printf("{\"B\":%d,\"T\":%d,\"threads\":%d,\"linear_gflop_per_step\":%.2f,"
-           "\"gemm_ms_per_step\":%.1f,\"gemm_gflops\":%.1f}\n",
-           B, T, omp_get_max_threads(), flops / 1e9, best * 1e3, flops / best / 1e9);
+           "\"gemm_ms_per_step\":%.1f,\"gemm_gflops\":%.1f,\"openblas_core\":\"%s\"}\n",
+           B, T, omp_get_max_threads(), flops / 1e9, best * 1e3, flops / best / 1e9,
+           openblas_get_corename());
     free(x); free(y); free(dy); free(dx); free(w); free(dw);
     return 0;
 }
