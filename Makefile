@@ -168,9 +168,14 @@ demo: $(PROGS)
 # The peers (pip's torch, transformers, tokenizers) live in a venv of the
 # build tree, made here the first time (tests/venv.sh); without it (no
 # network) the benches still run and say the peer is absent.
-bench: $(PROGS) $(if $(filter 1,$(HAVE_CUDA)),$(GPU_BENCH))
+# bench_gemm: hat's matmuls at a training step's shapes (the MFU's peak).
+BENCH_GEMM := $(BUILD)/bench/gemm
+$(BENCH_GEMM): $(BUILD)/tests/bench_gemm.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
+bench: $(PROGS) $(BENCH_GEMM) $(if $(filter 1,$(HAVE_CUDA)),$(GPU_BENCH))
 	@tests/venv.sh --make >/dev/null || true
-	@HAT_BIN=$(CURDIR)/$(BIN) tests/bench.sh
+	@HAT_BIN=$(CURDIR)/$(BIN) HAT_BENCH_GEMM=$(CURDIR)/$(BENCH_GEMM) tests/bench.sh
 
 # --- fuzzing (tests/fuzz/, man 7 hat LIMITS) ------------------------------
 # make fuzz [FUZZ_SECONDS=N] [FUZZ=name,...]: each tests/fuzz/fuzz_NAME.c is

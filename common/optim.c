@@ -1,8 +1,10 @@
 /* optim.c — AdamW, clipping and learning-rate schedules (see optim.h). */
 #include "optim.h"
 #include "kernels.h"
+#include "util.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 void optim_defaults(optim_config *o)
@@ -55,15 +57,22 @@ double grad_clip(model *m, float max_norm)
     return n;
 }
 
+/* The whole model in one pass of the kernel (not one call per tensor:
+ * one fork and join of the threads instead of one per tensor). */
 void adamw_step(model *m, float *exp_avg, float *exp_avg_sq, const optim_config *o,
                 float lr, long t)
 {
-    for (int i = 0; i < m->n_tensors; i++) {
-        const model_tensor *mt = &m->tensors[i];
-        size_t off = mt->offset;
-        adamw_update(m->params + off, exp_avg + off, exp_avg_sq + off, m->grads + off, mt->numel,
-                     lr, o->beta1, o->beta2, o->eps, mt->decay ? o->weight_decay : 0.0f, (int)t);
+    int n = m->n_tensors;
+    size_t *off = xmalloc(n * sizeof *off), *numel = xmalloc(n * sizeof *numel);
+    int *decay = xmalloc(n * sizeof *decay);
+    for (int i = 0; i < n; i++) {
+        off[i] = m->tensors[i].offset;
+        numel[i] = m->tensors[i].numel;
+        decay[i] = m->tensors[i].decay;
     }
+    adamw_update_tensors(m->params, exp_avg, exp_avg_sq, m->grads, off, numel, decay, n,
+                         lr, o->beta1, o->beta2, o->eps, o->weight_decay, (int)t);
+    free(off); free(numel); free(decay);
     m->version++;
 }
 

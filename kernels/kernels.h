@@ -120,6 +120,13 @@ void add_forward(float *out, const float *a, const float *b, size_t N);
 void adamw_update(float *p, float *m, float *v, const float *g, size_t n,
                   float lr, float beta1, float beta2, float eps, float wd,
                   int t);
+/* adamw_update on n_tensors tensors at once (one parallel region): tensor
+ * i is numel[i] values at offset[i] of p, m, v and g, decayed by wd if
+ * decay[i], else not.  Same result, element for element. */
+void adamw_update_tensors(float *p, float *m, float *v, const float *g,
+                          const size_t *offset, const size_t *numel, const int *decay,
+                          int n_tensors, float lr, float beta1, float beta2, float eps,
+                          float wd, int t);
 
 /* Sum of squares of n values, in double, with a fixed summation order
  * (deterministic for a given n regardless of threads). */

@@ -7,7 +7,8 @@
 # then the peer, then hat again...), the ratio taken per round:
 #   training: tokens/s (median step after 2 warm-up steps; sft-step
 #             against an fp32 eager loop of the same AdamW, clip and
-#             loss), ms/step, MFU against a GEMM peak measured here;
+#             loss), ms/step, MFU against a GEMM peak measured here
+#             in the same rounds (a "gemm" line per config, below);
 #   decoding: tokens/s at batch 1 (greedy, KV cache: time for N+1 new
 #             tokens minus time for 1, so load and prefill cancel out),
 #             hat's generate against transformers' generate;
@@ -20,11 +21,18 @@
 #   STEPS      timed training steps (default 4)       DECODE_N  new tokens (default 64)
 #   ROUNDS     interleaved rounds (default 3)         CONFIGS   names to run (default: all)
 #
-# The GEMM peak: OpenBLAS sgemm (the library hat's GEMMs use, same core
-# type) on 2 threads, square 1536 matrices, best of 5 — what the machine
-# gives to a large fp32 GEMM, not a datasheet figure.  FLOPs per step:
-# 6 x matmul FLOPs per token x tokens, plus causal attention counted as
-# full T x T (as PyTorch-side counters do).
+# The GEMM peak (mfu): build/rel/bench/gemm (tests/bench_gemm.c, made by
+# make bench; HAT_BENCH_GEMM) runs every dense product of one step alone
+# through hat's own matmul_forward/backward at the step's shapes on 2
+# threads, once per round, and the "gemm" line carries the best: what
+# OpenBLAS gives these very products here, not a datasheet figure.
+# mfu_square is against OpenBLAS on square 1536 matrices (its own
+# threads, best of 5), the most this machine gives any fp32 GEMM.
+# FLOPs per step: 6 x matmul FLOPs per token x tokens, plus causal
+# attention counted as full T x T (as PyTorch-side counters do).
+# OpenBLAS picks its kernel for the CPU (bench.sh's OPENBLAS_CORETYPE pin,
+# kept for the other benches, is lifted here: torch does not pin its own
+# either); the line says which (openblas_core).
 #
 # Theoretical memory: 16 bytes per parameter (weights, gradients, AdamW m
 # and v) + the activations backward keeps, in float32: per layer
@@ -36,7 +44,8 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 HAT_TOP=$top
 cfgs="$top/tests/fixtures/bench/configs.json"
 export HAT_DATA="$top/data" OMP_NUM_THREADS=2
-unset OPENBLAS_NUM_THREADS
+unset OPENBLAS_NUM_THREADS OPENBLAS_CORETYPE
+: "${HAT_BENCH_GEMM:=$top/build/rel/bench/gemm}"
 tmp=$(mktemp -d "${HAT_BENCH_TMP:-${TMPDIR:-/tmp}}/model.XXXXXX"); trap 'rm -rf "$tmp"' EXIT
 . "$top/tests/benchlib.sh"
 cpu=$(cpu_json)
@@ -117,7 +126,7 @@ for name in $(jq -r '.configs[].name' "$cfgs"); do
     theo=$(awk -v P="$P" -v B="$B" -v T="$T" -v V="$V" -v C="$C" -v I="$I" -v L="$L" -v H="$H" -v KV="$KV" -v D="$D" 'BEGIN{
         N = B*T; a = L * (N * (4*C + 3*H*D + 3*KV*D + 3*I + H + KV + 2) + B*H*T) + N * (2*C + V + 3);
         printf "%.0f", 4 * (4*P + a)}')
-    : >"$tmp/hat_t" >"$tmp/peer_t" >"$tmp/ratio_t" >"$tmp/hat_d" >"$tmp/peer_d" >"$tmp/ratio_d"
+    : >"$tmp/hat_t" >"$tmp/peer_t" >"$tmp/ratio_t" >"$tmp/hat_d" >"$tmp/peer_d" >"$tmp/ratio_d" >"$tmp/gemm"
     r=0
     while [ $r -lt "$ROUNDS" ]; do
         r=$((r + 1))
@@ -126,6 +135,7 @@ for name in $(jq -r '.configs[].name' "$cfgs"); do
         h=$(tail -n +3 "$tmp/m.jsonl" | jq -s '[.[].tokens_per_s]|sort|.[length/2|floor]')
         echo "$h" >>"$tmp/hat_t"
         rss_kib=$(tail -n 1 "$tmp/rss")
+        [ -x "$HAT_BENCH_GEMM" ] && "$HAT_BENCH_GEMM" "$tmp/cfg.json" "$B" "$T" 3 >>"$tmp/gemm"
         if [ -n "$PEER_PY" ]; then
             p=$(peer train "$tmp/hf" "$B" "$T" "$STEPS" 2>/dev/null | tail -n 1 | jq '.tokens_per_s // empty')
             [ -n "$p" ] && { echo "$p" >>"$tmp/peer_t"; awk -v a="$h" -v b="$p" 'BEGIN{print a / b}' >>"$tmp/ratio_t"; }
@@ -139,8 +149,16 @@ for name in $(jq -r '.configs[].name' "$cfgs"); do
     ieq=null idiff=null
     if [ -n "$PEER_PY" ] && iv=$(interop); then ieq=${iv% *} idiff=${iv#* }; fi
     tv=$(peer_version 2>/dev/null || echo null)
+    # the gemm line: the best round's figures, a peak (null without
+    # bench_gemm); the median let a busier round's peak fall below the step
+    gl=$(jq -sc --arg c "$name" 'length as $n | if $n == 0 then null else sort_by(.gemm_gflops) | .[$n-1] |
+        {bench:"gemm", config:$c} + . + {rounds:$n} end' "$tmp/gemm")
+    [ "$gl" != null ] && jq -nc --argjson g "$gl" --argjson cpu "$cpu" '$g + {cpu:$cpu}'
+    gstep=$(echo "$gl" | jq '.gemm_gflops // null')
+    gcore=$(echo "$gl" | jq '.openblas_core // null')
     jq -nc --arg c "$name" --argjson B "$B" --argjson T "$T" --argjson P "$P" --argjson steps "$STEPS" \
         --argjson rounds "$ROUNDS" --argjson flops "$flops" --argjson peak "$peak" \
+        --argjson gstep "$gstep" --argjson gcore "$gcore" \
         --argjson rss "$rss_kib" --argjson theo "$theo" --argjson cpu "$cpu" \
         --argjson ieq "$ieq" --argjson idiff "$idiff" --argjson peerv "$tv" --arg why "$PEER_WHY" \
         --slurpfile ht "$tmp/hat_t" --slurpfile pt "$tmp/peer_t" --slurpfile rt "$tmp/ratio_t" \
@@ -159,7 +177,9 @@ for name in $(jq -r '.configs[].name' "$cfgs"); do
          train_ratio_range:($rt | span | if . then map(r3) else null end),
          gflop_per_step:($flops / 1e9 * 100 | round / 100),
          achieved_gflops:($flops / $s / 1e9 * 10 | round / 10),
-         gemm_peak_gflops:$peak, mfu:(if $peak then ($flops / $s / 1e9 / $peak | r3) else null end),
+         gemm_step_gflops:$gstep, mfu:(if $gstep then ($flops / $s / 1e9 / $gstep | r3) else null end),
+         gemm_peak_gflops:$peak, mfu_square:(if $peak then ($flops / $s / 1e9 / $peak | r3) else null end),
+         openblas_core:$gcore,
          decode_tokens_per_s_b1:($hd | med), peer_decode_tokens_per_s_b1:($pd | med | if . then (. * 10 | round / 10) else null end),
          decode_ratio_b1:($rd | med | if . then r3 else null end),
          decode_ratio_b1_range:($rd | span | if . then map(r3) else null end),

@@ -1,6 +1,7 @@
 /* adamw.c — the AdamW update and the reductions the optimiser needs.
  * Each thread takes a fixed range; the arithmetic per element does not
- * depend on the range, so results do not depend on the thread count. */
+ * depend on the range, so results do not depend on the thread count.
+ * adamw_update_tensors updates a whole model in one pass. */
 #include "kernels.h"
 #include "cpu/vecmath.h"
 
@@ -50,26 +51,70 @@ static size_t adamw_avx512(float *p, float *m, float *v, const float *g, size_t 
 #define HAVE_AVX512_BODY 1
 #endif
 
+/* One element range of one tensor: the AVX-512 body where the CPU has
+ * it, the plain loop for the rest.  lo is a multiple of 16 from the
+ * tensor's start, so which elements the tail does is fixed by the
+ * tensor, not by the split. */
+static void adamw_piece(float *p, float *m, float *v, const float *g, size_t n,
+                        float lr, float beta1, float beta2, float eps, float wd,
+                        float bc1, float bc2, int avx512)
+{
+    size_t done = 0;
+#ifdef HAVE_AVX512_BODY
+    if (avx512) done = adamw_avx512(p, m, v, g, n, lr, beta1, beta2, eps, wd, bc1, bc2);
+#else
+    (void)avx512;
+#endif
+    adamw_range(p + done, m + done, v + done, g + done, n - done, lr, beta1, beta2, eps, wd, bc1, bc2);
+}
+
+static int have_avx512(void)
+{
+#ifdef HAVE_AVX512_BODY
+    return __builtin_cpu_supports("avx512f");
+#else
+    return 0;
+#endif
+}
+
 void adamw_update(float *p, float *m, float *v, const float *g, size_t n,
                   float lr, float beta1, float beta2, float eps, float wd,
                   int t)
 {
+    size_t off = 0;
+    int decay = 1;
+    adamw_update_tensors(p, m, v, g, &off, &n, &decay, 1, lr, beta1, beta2, eps, wd, t);
+}
+
+/* Every tensor in one parallel region (one fork and join per step, not
+ * one per tensor): thread k takes the k-th share of the tensors' total
+ * length, in multiples of 16 elements, and walks the tensors its share
+ * meets.  The concatenation counts each tensor as rounded up to 16, so
+ * every piece starts at a multiple of 16 from its tensor's start and the
+ * vector body and the tail do the same elements for any thread count:
+ * the result does not depend on it. */
+void adamw_update_tensors(float *p, float *m, float *v, const float *g,
+                          const size_t *offset, const size_t *numel, const int *decay,
+                          int n_tensors, float lr, float beta1, float beta2, float eps,
+                          float wd, int t)
+{
     float bc1 = 1.0f - powf(beta1, (float)t), bc2 = 1.0f - powf(beta2, (float)t);
-#ifdef HAVE_AVX512_BODY
-    int avx512 = __builtin_cpu_supports("avx512f");
-#endif
-    #pragma omp parallel if (n >= 16384)
+    int avx512 = have_avx512();
+    size_t total = 0;               /* each tensor's length rounded up to 16 */
+    for (int i = 0; i < n_tensors; i++) total += (numel[i] + 15) / 16 * 16;
+    #pragma omp parallel if (total >= 16384)
     {
         int nt = omp_get_num_threads(), k = omp_get_thread_num();
-        size_t chunk = ((n + nt - 1) / nt + 15) / 16 * 16;
-        size_t lo = k * chunk < n ? k * chunk : n, hi = lo + chunk < n ? lo + chunk : n;
-        size_t done = 0;
-#ifdef HAVE_AVX512_BODY
-        if (avx512)
-            done = adamw_avx512(p + lo, m + lo, v + lo, g + lo, hi - lo, lr, beta1, beta2, eps, wd, bc1, bc2);
-#endif
-        lo += done;
-        adamw_range(p + lo, m + lo, v + lo, g + lo, hi - lo, lr, beta1, beta2, eps, wd, bc1, bc2);
+        size_t chunk = ((total + nt - 1) / nt + 15) / 16 * 16;
+        size_t lo = k * chunk < total ? k * chunk : total, hi = lo + chunk < total ? lo + chunk : total;
+        size_t base = 0;            /* start of tensor i in the concatenation */
+        for (int i = 0; i < n_tensors && base < hi; base += (numel[i] + 15) / 16 * 16, i++) {
+            size_t a = lo > base ? lo - base : 0, b = hi - base < numel[i] ? hi - base : numel[i];
+            if (a >= b) continue;
+            size_t o = offset[i] + a;
+            adamw_piece(p + o, m + o, v + o, g + o, b - a, lr, beta1, beta2, eps,
+                        decay[i] ? wd : 0.0f, bc1, bc2, avx512);
+        }
     }
 }
 
