@@ -130,6 +130,10 @@ for name in $(jq -r '.configs[].name' "$cfgs"); do
     r=0
     while [ $r -lt "$ROUNDS" ]; do
         r=$((r + 1))
+        # --metrics appends: a fresh file per run, or the median mixes in the
+        # lines of earlier rounds and of the config before (the small line
+        # once read tiny's rates).
+        rm -f "$tmp/m.jsonl"
         /usr/bin/time -f %M -o "$tmp/rss" "$HAT_BIN/sft-step" --init "$tmp/m.ckpt" --data "$tmp/d.jsonl" \
             --batch "$B" --seq "$T" --steps $((STEPS + 2)) --metrics "$tmp/m.jsonl" -o "$tmp/o.ckpt" || exit 1
         h=$(tail -n +3 "$tmp/m.jsonl" | jq -s '[.[].tokens_per_s]|sort|.[length/2|floor]')
