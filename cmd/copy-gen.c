@@ -38,38 +38,6 @@ static const struct option long_opts[] = {
     { 0 },
 };
 
-/* --ids: the tokenizer's ordinary ids (never an added token, so no run
- * holds <|im_end|> or <tool_call>). */
-static int ordinary_ids(const char *path, int **ids, size_t *n)
-{
-    char *err = NULL;
-    tokenizer *t = tok_load(path, &err);
-    if (!t) { hat_warn("%s", err); free(err); return -1; }
-    int v = tok_vocab_size(t);
-    *ids = xmalloc((size_t)(v > 0 ? v : 1) * sizeof **ids);
-    *n = 0;
-    for (int i = 0; i < v; i++)
-        if (tok_token_str(t, i) && !tok_is_added(t, i)) (*ids)[(*n)++] = i;
-    tok_free(t);
-    if (!*n) { hat_warn("%s: the tokenizer has no ordinary ids", path); free(*ids); return -1; }
-    return 0;
-}
-
-static int write_ids(hat_out *out, const char *tok, long n, int min_len, int max_len, uint64_t seed)
-{
-    int *ids;
-    size_t nids;
-    if (ordinary_ids(tok, &ids, &nids)) return -1;
-    int status = 0;
-    for (long i = 0; i < n && !status; i++) {
-        json_t *rec = copy_make_ids(ids, nids, min_len, max_len, seed, i);
-        if (out_json(out, rec)) status = -1;
-        json_decref(rec);
-    }
-    free(ids);
-    return status;
-}
-
 int main(int argc, char **argv)
 {
     cli_init(argc, argv);
@@ -92,24 +60,32 @@ int main(int argc, char **argv)
     if (ids && !tok) cli_usage_error(&spec, "--ids needs --tokenizer");
     if (!ids && tok) cli_usage_error(&spec, "--tokenizer is for --ids");
     if (min_len > max_len) cli_usage_error(&spec, "--min-len %d is above --max-len %d", min_len, max_len);
-    if (ids) {
-        hat_out *out = out_open(c.output);
-        if (!out) return EXIT_FAIL;
-        if (write_ids(out, tok, n, min_len, max_len, c.seed)) { out_abort(out); return EXIT_FAIL; }
-        return out_close(out) ? EXIT_FAIL : EXIT_OK;
-    }
+    /* --ids draws the tokenizer's ordinary ids, so no run holds
+     * <|im_end|> or <tool_call>; otherwise the chats' data files. */
+    copy_gen *g = NULL;
+    int *pool = NULL;
+    size_t npool = 0;
     char *err = NULL;
-    copy_gen *g = copy_load(NULL, &err);
-    if (!g) { hat_warn("%s", err); free(err); return EXIT_FAIL; }
+    if (ids) {
+        tokenizer *t = tok_load(tok, &err);
+        if (!t) { hat_warn("%s", err); free(err); return EXIT_FAIL; }
+        npool = tok_ordinary_ids(t, &pool);
+        tok_free(t);
+        if (!npool) { hat_warn("%s: the tokenizer has no ordinary ids", tok); free(pool); return EXIT_FAIL; }
+    } else if (!(g = copy_load(NULL, &err))) {
+        hat_warn("%s", err); free(err); return EXIT_FAIL;
+    }
     hat_out *out = out_open(c.output);
-    if (!out) { copy_free(g); return EXIT_FAIL; }
-    int status = 0;
+    int status = out ? 0 : -1;
     for (long i = 0; i < n && !status; i++) {
-        json_t *rec = copy_make(g, c.seed, i, turns);
+        json_t *rec = ids ? copy_make_ids(pool, npool, min_len, max_len, c.seed, i)
+                          : copy_make(g, c.seed, i, turns);
         if (out_json(out, rec)) status = -1;
         json_decref(rec);
     }
     copy_free(g);
+    free(pool);
+    if (!out) return EXIT_FAIL;
     if (status) { out_abort(out); return EXIT_FAIL; }
     return out_close(out) ? EXIT_FAIL : EXIT_OK;
 }

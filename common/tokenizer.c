@@ -656,11 +656,17 @@ int tok_is_special(const tokenizer *t, int id)
     return id >= 0 && id < t->vocab_size && t->special[id];
 }
 
-int tok_is_added(const tokenizer *t, int id)
+size_t tok_ordinary_ids(const tokenizer *t, int **ids)
 {
+    uint8_t *added = xcalloc((size_t)t->vocab_size + 1, 1);
     for (int i = 0; i < t->pipe.nadded; i++)
-        if (t->pipe.added[i].id == id) return 1;
-    return 0;
+        if (t->pipe.added[i].id >= 0 && t->pipe.added[i].id < t->vocab_size) added[t->pipe.added[i].id] = 1;
+    *ids = xmalloc(((size_t)t->vocab_size + 1) * sizeof **ids);
+    size_t n = 0;
+    for (int i = 0; i < t->vocab_size; i++)
+        if (t->str[i] && !added[i]) (*ids)[n++] = i;
+    free(added);
+    return n;
 }
 
 void tok_ids_push(tok_ids *a, int id)

@@ -107,8 +107,10 @@ char *tok_decode(const tokenizer *t, const int *ids, size_t n, int flags, size_t
 int         tok_token_id(const tokenizer *t, const char *token);
 const char *tok_token_str(const tokenizer *t, int id);
 int         tok_is_special(const tokenizer *t, int id);
-/* An added token, special or not (<tool_call> is added but not special). */
-int         tok_is_added(const tokenizer *t, int id);
+/* The ids of the model vocabulary that are no added token, special or
+ * not (<tool_call> is added but not special), ascending, in *ids
+ * (malloc'd); their count. */
+size_t      tok_ordinary_ids(const tokenizer *t, int **ids);
 /* One more than the largest id (model vocabulary and added tokens). */
 int         tok_vocab_size(const tokenizer *t);
 

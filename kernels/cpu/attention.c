@@ -42,17 +42,10 @@ HAT_CLONES
 static void softmax_tile(float *S, float *lse, int m, int e, int t0)
 {
     for (int r = 0; r < m; r++) {
-        float *p = S + (size_t)r * e, mx = -INFINITY, sum = 0;
+        float *p = S + (size_t)r * e;
         int n = t0 + r + 1;
-        #pragma omp simd reduction(max:mx)
-        for (int s = 0; s < n; s++) mx = p[s] > mx ? p[s] : mx;
-        #pragma omp simd reduction(+:sum)
-        for (int s = 0; s < n; s++) { p[s] = vexpf(p[s] - mx); sum += p[s]; }
-        float inv = 1.0f / sum;
-        #pragma omp simd
-        for (int s = 0; s < n; s++) p[s] *= inv;
+        vsoftmax(p, n, &lse[r]);
         memset(p + n, 0, sizeof(float) * (e - n));
-        lse[r] = mx + logf(sum);
     }
 }
 

@@ -345,21 +345,6 @@ static inline __attribute__((always_inline)) void att_values(float *o, const flo
 #undef VBLOCK
 #undef VROW
 
-/* Softmax of a row's scores p[0, n) in place. */
-static inline __attribute__((always_inline)) void att_softmax(float *ph, int n)
-{
-    float mx = -INFINITY, sum = 0;
-    /* a maximum is exact in any order: vectorised (the scalar chain of
-     * dependent maxss was a tenth of a rollout's attention) */
-    #pragma omp simd reduction(max:mx)
-    for (int s = 0; s < n; s++) mx = ph[s] > mx ? ph[s] : mx;
-    #pragma omp simd reduction(+:sum)
-    for (int s = 0; s < n; s++) { ph[s] = vexpf(ph[s] - mx); sum += ph[s]; }
-    float inv = 1.0f / sum;
-    #pragma omp simd
-    for (int s = 0; s < n; s++) ph[s] *= inv;
-}
-
 /* Rows of one task: NR (up to ATT_GROUP) rows on the same shared prefix
  * (or one row), their queries, outputs, own caches and lengths. */
 #define ATT_GROUP 4
@@ -391,7 +376,7 @@ static inline __attribute__((always_inline)) void att_heads(const att_group *g, 
     for (int r = 0; r < g->nr; r++) {
         att_scores(g->p[r] + hp + np, stride, g->q[r] + hq, g->kc[r] + np * ks, g->n[r] - np, KV, kh, D,
                    scale, G);
-        for (int h = 0; h < G; h++) att_softmax(g->p[r] + hp + (size_t)h * stride, g->n[r]);
+        for (int h = 0; h < G; h++) vsoftmax(g->p[r] + hp + (size_t)h * stride, g->n[r], NULL);
     }
     for (int s0 = 0; s0 < np; s0 += ATT_CHUNK) {
         int s1 = np - s0 < ATT_CHUNK ? np : s0 + ATT_CHUNK;

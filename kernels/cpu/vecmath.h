@@ -10,6 +10,7 @@
 #ifndef HAT_VECMATH_H
 #define HAT_VECMATH_H
 
+#include <math.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -40,6 +41,22 @@ static inline float vexpf(float x)
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     return p * scale;
+}
+
+/* Softmax of p[0, n) in place; the log-sum-exp of the inputs in *lse
+ * unless it is NULL.  A maximum is exact in any order, so it is
+ * vectorised too.  Always inlined: the callers' target clones vectorise it. */
+static inline __attribute__((always_inline)) void vsoftmax(float *p, int n, float *lse)
+{
+    float mx = -INFINITY, sum = 0;
+    #pragma omp simd reduction(max:mx)
+    for (int s = 0; s < n; s++) mx = p[s] > mx ? p[s] : mx;
+    #pragma omp simd reduction(+:sum)
+    for (int s = 0; s < n; s++) { p[s] = vexpf(p[s] - mx); sum += p[s]; }
+    float inv = 1.0f / sum;
+    #pragma omp simd
+    for (int s = 0; s < n; s++) p[s] *= inv;
+    if (lse) *lse = mx + logf(sum);
 }
 
 #endif
