@@ -12,7 +12,8 @@
 
 static const char usage[] =
     "usage: copy-gen [-n N] [--turns N] [--seed N] [-o FILE]\n"
-    "       copy-gen --ids --tokenizer FILE [--min-len N] [--max-len N] [-n N] [--seed N] [-o FILE]\n"
+    "       copy-gen --ids --tokenizer FILE [--min-len N] [--max-len N]\n"
+    "                [--haystack LEN [--pairs N]] [-n N] [--seed N] [-o FILE]\n"
     "Chats whose answers copy a name or a number out of their context; with\n"
     "--ids, runs of random token ids said twice (the induction curriculum).\n"
     "  -n, --count N        number of records (default 1000)\n"
@@ -22,11 +23,14 @@ static const char usage[] =
     "      --tokenizer FILE tokenizer.json whose ordinary ids --ids draws\n"
     "      --min-len N      shortest run (default 4)\n"
     "      --max-len N      longest run (default 32)\n"
+    "      --haystack LEN   --ids records of LEN random ids in which --pairs\n"
+    "                       runs each stand twice at random places\n"
+    "      --pairs N        runs per --haystack record (default 4)\n"
     "      --seed N         seed (default 1); same seed, same bytes\n"
     "  -o, --output FILE    write here instead of stdout\n"
     "  -h, --help           this help;  --version  the version\n";
 
-enum { OPT_TURNS = 1, OPT_IDS, OPT_TOKENIZER, OPT_MIN_LEN, OPT_MAX_LEN };
+enum { OPT_TURNS = 1, OPT_IDS, OPT_TOKENIZER, OPT_MIN_LEN, OPT_MAX_LEN, OPT_HAYSTACK, OPT_PAIRS };
 
 static const struct option long_opts[] = {
     { "count", required_argument, NULL, 'n' },
@@ -35,6 +39,8 @@ static const struct option long_opts[] = {
     { "tokenizer", required_argument, NULL, OPT_TOKENIZER },
     { "min-len", required_argument, NULL, OPT_MIN_LEN },
     { "max-len", required_argument, NULL, OPT_MAX_LEN },
+    { "haystack", required_argument, NULL, OPT_HAYSTACK },
+    { "pairs", required_argument, NULL, OPT_PAIRS },
     { 0 },
 };
 
@@ -44,7 +50,7 @@ int main(int argc, char **argv)
     cli_spec spec = { usage, "n:", long_opts };
     cli_common c = { 0 };
     long n = 1000;
-    int turns = 3, ids = 0, min_len = 4, max_len = 32, opt;
+    int turns = 3, ids = 0, min_len = 4, max_len = 32, haystack = 0, pairs = 4, opt;
     const char *tok = NULL;
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
         switch (opt) {
@@ -54,11 +60,16 @@ int main(int argc, char **argv)
         case OPT_TOKENIZER: tok = optarg; break;
         case OPT_MIN_LEN: min_len = (int)cli_long(&spec, "--min-len", optarg, 1, 4096); break;
         case OPT_MAX_LEN: max_len = (int)cli_long(&spec, "--max-len", optarg, 1, 4096); break;
+        case OPT_HAYSTACK: haystack = (int)cli_long(&spec, "--haystack", optarg, 2, 65536); break;
+        case OPT_PAIRS: pairs = (int)cli_long(&spec, "--pairs", optarg, 1, 4096); break;
         }
     }
     if (optind < argc) cli_usage_error(&spec, "unexpected argument \"%s\"", argv[optind]);
     if (ids && !tok) cli_usage_error(&spec, "--ids needs --tokenizer");
     if (!ids && tok) cli_usage_error(&spec, "--tokenizer is for --ids");
+    if (haystack && !ids) cli_usage_error(&spec, "--haystack is for --ids");
+    if (haystack && 2 * max_len > haystack)
+        cli_usage_error(&spec, "--haystack %d has no room for two runs of --max-len %d", haystack, max_len);
     if (min_len > max_len) cli_usage_error(&spec, "--min-len %d is above --max-len %d", min_len, max_len);
     /* --ids draws the tokenizer's ordinary ids, so no run holds
      * <|im_end|> or <tool_call>; otherwise the chats' data files. */
@@ -78,8 +89,9 @@ int main(int argc, char **argv)
     hat_out *out = out_open(c.output);
     int status = out ? 0 : -1;
     for (long i = 0; i < n && !status; i++) {
-        json_t *rec = ids ? copy_make_ids(pool, npool, min_len, max_len, c.seed, i)
-                          : copy_make(g, c.seed, i, turns);
+        json_t *rec = haystack ? copy_make_haystack(pool, npool, haystack, pairs, min_len, max_len, c.seed, i)
+                    : ids      ? copy_make_ids(pool, npool, min_len, max_len, c.seed, i)
+                               : copy_make(g, c.seed, i, turns);
         if (out_json(out, rec)) status = -1;
         json_decref(rec);
     }

@@ -364,3 +364,48 @@ json_t *copy_make_ids(const int *ids, size_t nids, int min_len, int max_len, uin
     free(id);
     return rec;
 }
+
+/* Place a run of len ids at a random start in [lo, hi] whose ids are all
+ * free; -1 when 64 tries find none (the record then has fewer runs). */
+static int place_run(rng_t *r, const unsigned char *used, int lo, int hi, int len)
+{
+    for (int t = 0; t < 64 && lo <= hi; t++) {
+        int a = lo + (int)rng_below(r, (uint64_t)(hi - lo + 1)), i = 0;
+        while (i < len && !used[a + i]) i++;
+        if (i == len) return a;
+    }
+    return -1;
+}
+
+json_t *copy_make_haystack(const int *ids, size_t nids, int len, int pairs, int min_len,
+                           int max_len, uint64_t seed, long index)
+{
+    rng_t r;
+    rng_derive(&r, seed, (uint64_t)index);
+    int *seq = xmalloc((size_t)len * sizeof *seq);
+    unsigned char *used = xcalloc((size_t)len, 1), *mask = xcalloc((size_t)len, 1);
+    for (int i = 0; i < len; i++) seq[i] = ids[rng_below(&r, nids)];
+    for (int p = 0; p < pairs; p++) {
+        int l = min_len + (int)rng_below(&r, (uint64_t)(max_len - min_len + 1));
+        int a = place_run(&r, used, 0, len - 2 * l, l);
+        if (a < 0) continue;
+        for (int i = 0; i < l; i++) used[a + i] = 1;
+        int b = place_run(&r, used, a + l, len - l, l);
+        if (b < 0) { for (int i = 0; i < l; i++) used[a + i] = 0; continue; }
+        for (int i = 0; i < l; i++) {
+            seq[b + i] = seq[a + i];
+            used[b + i] = 1;
+            mask[b + i] = i > 0;
+        }
+    }
+    json_t *a = json_array(), *m = json_array();
+    for (int i = 0; i < len; i++) {
+        json_array_append_new(a, json_integer(seq[i]));
+        json_array_append_new(m, json_integer(mask[i]));
+    }
+    free(seq); free(used); free(mask);
+    char *id = xasprintf("copy-%06ld", index);
+    json_t *rec = json_pack("{s:s, s:s, s:o, s:o}", "id", id, "kind", "haystack", "ids", a, "mask", m);
+    free(id);
+    return rec;
+}

@@ -42,4 +42,17 @@ json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns);
 json_t *copy_make_ids(const int *ids, size_t nids, int min_len, int max_len, uint64_t seed,
                       long index);
 
+/* The distance-free form (copy-gen --ids --haystack LEN): LEN ids drawn
+ * from `ids`, in which `pairs` runs of min_len..max_len ids each stand
+ * twice at random places, the second after the first (runs never
+ * overlap; a run with no room left is dropped), {"id","kind":"haystack",
+ * "ids","mask"}, mask 1 on every id of a second occurrence but its
+ * first.  Neither the run's length nor the distance back is fixed, and
+ * the record does not start with the run, so neither a fixed offset nor a
+ * position counted from the start predicts a target: only matching the
+ * current id against the context does (examples/results/micro-notes.md,
+ * e11). */
+json_t *copy_make_haystack(const int *ids, size_t nids, int len, int pairs, int min_len,
+                           int max_len, uint64_t seed, long index);
+
 #endif

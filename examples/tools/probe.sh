@@ -22,9 +22,12 @@ t=$(mktemp -d "${TMPDIR:-/tmp}/probeXXXXXX")
 trap 'rm -rf "$t"' EXIT
 loader=$(jq -r '.skill_loader.name // "load_skill"' "$dev/harness.json")
 sarg=$(jq -r '.skill_loader.argument // "skill"' "$dev/harness.json")
+# tok-encode replaces the field it encodes by the ids: encode copies, so
+# that "full" is still there to say what the model must write from the cut.
 harness-render "$dev/teacher.jsonl" | jq -c -f "$here/probe.jq" --arg loader "$loader" --arg sarg "$sarg" |
-    tok-encode --tokenizer "$tok" --field full --ids-field fids |
-    tok-encode --tokenizer "$tok" --field prefix --ids-field pids |
+    jq -c '. + {enc_full: .full, enc_prefix: .prefix}' |
+    tok-encode --tokenizer "$tok" --field enc_full --ids-field fids |
+    tok-encode --tokenizer "$tok" --field enc_prefix --ids-field pids |
     jq -c '(first(range(0; [.fids, .pids | length] | min) as $i | select(.fids[$i] != .pids[$i]) | $i)
             // ([.fids, .pids | length] | min)) as $l
            | {id, probe, cut, want, full, ids: .fids[:$l]}' > "$t/p.jsonl"

@@ -70,3 +70,34 @@ jq '.ids[]' "$T/i.jsonl" | sort -u | comm -12 - "$T/added" > "$T/hit"
 fails "--ids needs --tokenizer" 2 copy-gen --ids
 fails "--min-len above --max-len" 2 copy-gen --ids --tokenizer "$Q" --min-len 9 --max-len 3
 fails "a missing tokenizer fails" 1 copy-gen --ids --tokenizer "$T/none.json"
+
+# --haystack: the distance-free form.  Every record is LEN ids; each
+# stretch of mask-1 ids, with the unmasked id before it (the trigger),
+# stood earlier in the record, ending before the trigger (so copying it
+# needs only the context); the masked stretches start at many places and
+# the distance back varies (no position or offset predicts a target).
+ok "copy-gen --ids --haystack runs" copy-gen --ids --tokenizer "$Q" --haystack 64 --pairs 3 \
+    --min-len 3 --max-len 6 -n 300 --seed 5 -o "$T/h.jsonl"
+copy-gen --ids --tokenizer "$Q" --haystack 64 --pairs 3 --min-len 3 --max-len 6 -n 300 --seed 5 > "$T/h2.jsonl"
+same "--haystack is deterministic" "$T/h.jsonl" "$T/h2.jsonl"
+cat > "$T/seg.jq" <<'J'
+# per record: [trigger position, run length, distance back] of each second occurrence
+# (slices compared as text: jq 1.6 takes two slices of one array for equal)
+.ids as $x | .mask as $m
+| [range(1; $m | length) | select($m[.] == 1 and $m[. - 1] == 0)]
+| map(. as $s | (first(range($s; $m | length) | select($m[.] == 0)) // ($m | length)) as $e
+      | ($e - $s + 1) as $l | $x[$s - 1:$e] as $run
+      | [range(0; $s - $l) | select(($x[.:(. + $l)] | tojson) == ($run | tojson))] as $at
+      | [$s - 1, $l, (if $at == [] then null else $s - 1 - $at[-1] end)])
+J
+jq -c -f "$T/seg.jq" "$T/h.jsonl" > "$T/segs"
+jq -e -s 'all(.[]; .kind == "haystack" and (.ids | length) == 64 and (.mask | length) == 64)' "$T/h.jsonl" > /dev/null &&
+    pass "--haystack records are LEN ids" || flunk "--haystack records are LEN ids"
+jq -e -s 'all(.[]; length >= 1 and length <= 3 and all(.[]; .[2] != null and .[1] >= 3 and .[1] <= 6))' "$T/segs" > /dev/null &&
+    pass "every masked run stood earlier in the record" || flunk "every masked run stood earlier in the record" "$(head -3 "$T/segs")"
+jq -e -s '([.[][] | .[0]] | unique | length) >= 40 and ([.[][] | .[2]] | unique | length) >= 40' "$T/segs" > /dev/null &&
+    pass "triggers and distances back vary" || flunk "triggers and distances back vary"
+jq '.ids[]' "$T/h.jsonl" | sort -u | comm -12 - "$T/added" > "$T/hit"
+[ ! -s "$T/hit" ] && pass "no added token in a haystack" || flunk "no added token in a haystack" "$(head -3 "$T/hit")"
+fails "--haystack needs --ids" 2 copy-gen --haystack 64
+fails "--haystack too short for two runs" 2 copy-gen --ids --tokenizer "$Q" --haystack 10 --max-len 6
