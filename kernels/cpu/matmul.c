@@ -66,8 +66,9 @@ void matmul_forward(float *out, const float *inp, const float *w,
     }
 }
 
-void matmul_backward(float *dinp, float *dw, const float *dout,
-                     const float *inp, const float *w, int N, int C, int OC)
+/* dinp = dout W + dbeta * dinp (dbeta 0 or 1); dw += dout^T inp. */
+static void backward(float *dinp, float *dw, const float *dout, const float *inp,
+                     const float *w, int N, int C, int OC, float dbeta)
 {
     matmul_init();
     int nt = threads_for((double)N * C * OC);
@@ -79,10 +80,10 @@ void matmul_backward(float *dinp, float *dw, const float *dout,
             part(by_rows ? N : C, nt, t, &lo, &hi);
             if (hi > lo && by_rows)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, hi - lo, C, OC,
-                            1.0f, dout + (size_t)lo * OC, OC, w, C, 1.0f, dinp + (size_t)lo * C, C);
+                            1.0f, dout + (size_t)lo * OC, OC, w, C, dbeta, dinp + (size_t)lo * C, C);
             else if (hi > lo)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, N, hi - lo, OC,
-                            1.0f, dout, OC, w + lo, C, 1.0f, dinp + lo, C);
+                            1.0f, dout, OC, w + lo, C, dbeta, dinp + lo, C);
         }
         if (dw) {     /* (OC,N) x (N,C): split the larger side of dw */
             int by_rows = OC >= C;
@@ -95,6 +96,18 @@ void matmul_backward(float *dinp, float *dw, const float *dout,
                             1.0f, dout, OC, inp + lo, C, 1.0f, dw + lo, C);
         }
     }
+}
+
+void matmul_backward(float *dinp, float *dw, const float *dout,
+                     const float *inp, const float *w, int N, int C, int OC)
+{
+    backward(dinp, dw, dout, inp, w, N, C, OC, 1.0f);
+}
+
+void matmul_backward_set(float *dinp, float *dw, const float *dout,
+                         const float *inp, const float *w, int N, int C, int OC)
+{
+    backward(dinp, dw, dout, inp, w, N, C, OC, 0.0f);
 }
 
 /* ------------------------------------------------------------ reference */
