@@ -254,7 +254,7 @@ void model_alloc_grads(model *m)
 
 void model_zero_grad(model *m)
 {
-    if (m->grads) memset(m->grads, 0, m->n_floats * sizeof(float));
+    if (m->grads) vzero(m->grads, m->n_floats);
 }
 
 const model_tensor *model_find(const model *m, const char *name)
@@ -465,13 +465,13 @@ static void block_forward(model *m, const block_weights *w, block_acts *a, const
     rope_forward(a->qr, m->pos, m->rope_cos, m->rope_sin, N, H, D);
     rope_forward(a->kr, m->pos, m->rope_cos, m->rope_sin, N, KV, D);
     attention_forward(a->atty, a->att_lse, m->att_scratch, a->qr, a->kr, a->v, B, T, H, KV, D);
-    memcpy(a->res_mid, x, sizeof(float) * N * C);
+    vcopy(a->res_mid, x, (size_t)N * C);
     matmul_forward(a->res_mid, a->atty, w->wo, N, HD, C, 1.0f);
     rmsnorm_forward(a->ln2, a->ln2_rstd, a->res_mid, w->post_norm, N, C, eps);
     matmul_forward(a->gate, a->ln2, w->wgate, N, C, I, 0);
     matmul_forward(a->up, a->ln2, w->wup, N, C, I, 0);
     swiglu_forward(a->act, a->gate, a->up, (size_t)N * I);
-    memcpy(a->res_out, a->res_mid, sizeof(float) * N * C);
+    vcopy(a->res_out, a->res_mid, (size_t)N * C);
     matmul_forward(a->res_out, a->act, w->wdown, N, I, C, 1.0f);
 }
 
@@ -539,7 +539,11 @@ float model_forward(model *m, const int *tokens, const int *targets, int B, int 
 
 /* ------------------------------------------------------------ backward */
 
-static void zero(float *p, size_t n) { memset(p, 0, n * sizeof(float)); }
+/* Gradient buffers are cleared and copied on every thread (vzero,
+ * vcopy), and a product whose d(input) would land in a just-cleared
+ * buffer overwrites it instead (matmul_backward_set): on the calling
+ * thread alone those passes were a serial stretch of every layer. */
+static void zero(float *p, size_t n) { vzero(p, n); }
 
 /* s->dres: on entry d(block output), on exit d(block input x). */
 static void block_backward(model *m, const block_weights *w, block_weights *gw,
@@ -550,18 +554,15 @@ static void block_backward(model *m, const block_weights *w, block_weights *gw,
     int H = c->n_heads, KV = c->n_kv_heads, D = c->head_dim, HD = H * D, KD = KV * D;
     size_t NC = (size_t)N * C, NI = (size_t)N * I;
     /* MLP */
-    zero(s->dact, NI);
-    matmul_backward(s->dact, gw->wdown, s->dres, a->act, w->wdown, N, I, C);
+    matmul_backward_set(s->dact, gw->wdown, s->dres, a->act, w->wdown, N, I, C);
     zero(s->dgate, NI); zero(s->dup, NI);
     swiglu_backward(s->dgate, s->dup, s->dact, a->gate, a->up, NI);
-    zero(s->dln, NC);
-    matmul_backward(s->dln, gw->wgate, s->dgate, a->ln2, w->wgate, N, C, I);
+    matmul_backward_set(s->dln, gw->wgate, s->dgate, a->ln2, w->wgate, N, C, I);
     matmul_backward(s->dln, gw->wup, s->dup, a->ln2, w->wup, N, C, I);
-    memcpy(s->dres_mid, s->dres, NC * sizeof(float));
+    vcopy(s->dres_mid, s->dres, NC);
     rmsnorm_backward(s->dres_mid, gw->post_norm, s->dln, a->res_mid, w->post_norm, a->ln2_rstd, N, C);
     /* attention */
-    zero(s->datty, (size_t)N * HD);
-    matmul_backward(s->datty, gw->wo, s->dres_mid, a->atty, w->wo, N, HD, C);
+    matmul_backward_set(s->datty, gw->wo, s->dres_mid, a->atty, w->wo, N, HD, C);
     zero(s->dqr, (size_t)N * HD); zero(s->dkr, (size_t)N * KD); zero(s->dv, (size_t)N * KD);
     attention_backward(s->dqr, s->dkr, s->dv, m->att_scratch, s->datty, a->atty, a->att_lse,
                        a->qr, a->kr, a->v, B, T, H, KV, D);
@@ -570,11 +571,10 @@ static void block_backward(model *m, const block_weights *w, block_weights *gw,
     zero(s->dq, (size_t)N * HD); zero(s->dk, (size_t)N * KD);
     rmsnorm_backward(s->dq, gw->q_norm, s->dqr, a->q, w->q_norm, a->q_rstd, N * H, D);
     rmsnorm_backward(s->dk, gw->k_norm, s->dkr, a->k, w->k_norm, a->k_rstd, N * KV, D);
-    zero(s->dln, NC);
-    matmul_backward(s->dln, gw->wq, s->dq, a->ln1, w->wq, N, C, HD);
+    matmul_backward_set(s->dln, gw->wq, s->dq, a->ln1, w->wq, N, C, HD);
     matmul_backward(s->dln, gw->wk, s->dk, a->ln1, w->wk, N, C, KD);
     matmul_backward(s->dln, gw->wv, s->dv, a->ln1, w->wv, N, C, KD);
-    memcpy(s->dres, s->dres_mid, NC * sizeof(float));
+    vcopy(s->dres, s->dres_mid, NC);
     rmsnorm_backward(s->dres, gw->in_norm, s->dln, x, w->in_norm, a->ln1_rstd, N, C);
 }
 
@@ -585,13 +585,11 @@ static void mtp_backward(model *m, const float *h, float scale, grad_scratch *s)
     int N = m->B * m->T, C = c->hidden_size, V = c->vocab_size;
     size_t NC = (size_t)N * C;
     crossentropy_backward(m->mtp_logits, m->mtp_logits, m->mtp_lse, m->mtp_targets, N, V, scale);
-    zero(s->dln, NC);
-    matmul_backward(s->dln, m->g.lm_head, m->mtp_logits, m->mtp_lnf, m->w.lm_head, N, C, V);
+    matmul_backward_set(s->dln, m->g.lm_head, m->mtp_logits, m->mtp_lnf, m->w.lm_head, N, C, V);
     zero(s->dres, NC);
     rmsnorm_backward(s->dres, m->g.norm, s->dln, m->mtp_la.res_out, m->w.norm, m->mtp_lnf_rstd, N, C);
     block_backward(m, &m->w.mtp_block, &m->g.mtp_block, &m->mtp_la, m->mtp_x, s);
-    zero(s->dcat, NC * 2);
-    matmul_backward(s->dcat, m->g.mtp_fc, s->dres, m->mtp_cat, m->w.mtp_fc, N, 2 * C, C);
+    matmul_backward_set(s->dcat, m->g.mtp_fc, s->dres, m->mtp_cat, m->w.mtp_fc, N, 2 * C, C);
     /* split [d emb ; d hidden] */
     for (int i = 0; i < N; i++) {
         memcpy(s->dln + (size_t)i * C, s->dcat + (size_t)i * 2 * C, sizeof(float) * C);
@@ -618,9 +616,8 @@ void model_backward(model *m, float main_scale, float mtp_scale)
     const float *h = m->la[L - 1].res_out;
     if (c->n_mtp) mtp_backward(m, h, mtp_scale, &s);
     crossentropy_backward(m->logits, m->logits, m->lse, m->targets, N, V, main_scale);
-    zero(s.dln, NC);
-    matmul_backward(s.dln, m->g.lm_head, m->logits, m->lnf, m->w.lm_head, N, C, V);
-    if (c->n_mtp) memcpy(s.dres, s.dh_mtp, NC * sizeof(float));
+    matmul_backward_set(s.dln, m->g.lm_head, m->logits, m->lnf, m->w.lm_head, N, C, V);
+    if (c->n_mtp) vcopy(s.dres, s.dh_mtp, NC);
     else zero(s.dres, NC);
     rmsnorm_backward(s.dres, m->g.norm, s.dln, h, m->w.norm, m->lnf_rstd, N, C);
     for (int l = L - 1; l >= 0; l--) {
@@ -674,8 +671,7 @@ void model_backward_dlogits(model *m, const float *dlogits)
     size_t NC = (size_t)N * C;
     if (dlogits != m->logits) memcpy(m->logits, dlogits, sizeof(float) * (size_t)N * V);
     const float *h = m->la[L - 1].res_out;
-    zero(s.dln, NC);
-    matmul_backward(s.dln, m->g.lm_head, m->logits, m->lnf, m->w.lm_head, N, C, V);
+    matmul_backward_set(s.dln, m->g.lm_head, m->logits, m->lnf, m->w.lm_head, N, C, V);
     zero(s.dres, NC);
     rmsnorm_backward(s.dres, m->g.norm, s.dln, h, m->w.norm, m->lnf_rstd, N, C);
     for (int l = L - 1; l >= 0; l--) {

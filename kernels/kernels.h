@@ -32,6 +32,11 @@ void matmul_forward(float *out, const float *inp, const float *w,
 /* dinp += dout W ; dw += dout^T inp.  Either gradient may be NULL. */
 void matmul_backward(float *dinp, float *dw, const float *dout,
                      const float *inp, const float *w, int N, int C, int OC);
+/* The same, but dinp = dout W (overwritten, not added to): what zeroing
+ * dinp first and then matmul_backward gives, bit for bit, without the
+ * separate pass over dinp (sgemm's beta=0 clears each thread's block). */
+void matmul_backward_set(float *dinp, float *dw, const float *dout,
+                         const float *inp, const float *w, int N, int C, int OC);
 
 /* out = w * x / sqrt(mean(x^2) + eps) over each of N rows of C; rstd (N)
  * saved for backward.  out may equal inp (in place). */
@@ -114,6 +119,11 @@ void crossentropy_forward_backward(float *losses, float *dlogits,
 
 /* out = a + b (N). */
 void add_forward(float *out, const float *a, const float *b, size_t N);
+
+/* x[0..n) = 0 and dst[0..n) = src[0..n), split over the threads (fill.c):
+ * memset and memcpy for buffers the size of a layer's activations. */
+void vzero(float *x, size_t n);
+void vcopy(float *dst, const float *src, size_t n);
 
 /* AdamW on n values: m,v moments; decoupled decay wd*lr*p; bias
  * correction with step t (1-based).  Gradients already scaled. */

@@ -8,9 +8,11 @@
 # 64 new tokens per turn, 2 threads.  The model is the tiny preset with random
 # weights and a tokenizer trained here: it never ends a conversation early,
 # so every case plays all its turns (the worst case; a trained model
-# stops sooner).  One line per (batch, OMP_WAIT_POLICY, path): libgomp's
-# default spin-wait (active) against passive, which matters on a shared
-# machine; path "shared" (the default) against "copy" (rollout
+# stops sooner).  One line per (batch, OMP_WAIT_POLICY, path): "default"
+# leaves OMP_WAIT_POLICY unset (hat's programs then keep idle threads'
+# spinning short; a build before issue 20's second round spun for
+# milliseconds), active is libgomp's long spin-wait, passive sleeps at
+# once, which matters on a shared machine; path "shared" (the default) against "copy" (rollout
 # --no-shared-prefix: the system prompt's KV copied into each
 # conversation, the previous path; the same output bytes, checked) and,
 # with PREV_BIN, "prev" (another build's programs), run back to back;
@@ -19,12 +21,13 @@
 # line's (the steadier figure on a shared machine).  Not part of make check.
 #   HAT_BIN  programs (default bin/)    N  cases (default 1200)
 #   BATCH    conversations in flight to try (default "8 32")
-#   POLICY   OMP_WAIT_POLICY values to try (default "passive active")
+#   POLICY   OMP_WAIT_POLICY values to try, "default" = unset
+#            (default "default passive active")
 #   PATHS    paths to run (default "copy shared", plus "prev" with PREV_BIN)
 #   PREV_BIN an earlier build's bin/ to compare with (optional)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
-: "${HAT_BIN:=$top/bin}" "${N:=1200}" "${BATCH:=8 32}" "${POLICY:=passive active}" "${PREV_BIN:=}"
+: "${HAT_BIN:=$top/bin}" "${N:=1200}" "${BATCH:=8 32}" "${POLICY:=default passive active}" "${PREV_BIN:=}"
 : "${PATHS:=copy shared${PREV_BIN:+ prev}}"
 HAT_TOP=$top
 export HAT_DATA="$top/data" OMP_NUM_THREADS=2
@@ -52,13 +55,14 @@ cpu() { /usr/bin/time -a -o "$T/cpu" -f "%U %S" "$@"; }
 # prompts, with bin $1 and rollout options $2; the JSON line on stdout.
 run() {
     bin=$1 opts=$2
+    if [ "$pol" = default ]; then wp="env -u OMP_WAIT_POLICY"; else wp="env OMP_WAIT_POLICY=$pol"; fi
     load0=$(load_now)
     rm -f "$T/cpu"
     t0=$(now)
-    OMP_WAIT_POLICY=$pol cpu nice -n "${NICE:-10}" "$bin/rollout" --ckpt "$T/m.ckpt" --world "$T/w.json" --tasks-are-cases --judge \
+    cpu $wp nice -n "${NICE:-10}" "$bin/rollout" --ckpt "$T/m.ckpt" --world "$T/w.json" --tasks-are-cases --judge \
         --max-tokens 64 --batch "$B" --seed 1 $opts -o "$T/r.$path.jsonl" "$T/agent.jsonl" || exit 1
     t1=$(now)
-    OMP_WAIT_POLICY=$pol cpu nice -n "${NICE:-10}" "$bin/generate" --ckpt "$T/m.ckpt" --max-tokens 64 --stop "$stop" --batch "$B" \
+    cpu $wp nice -n "${NICE:-10}" "$bin/generate" --ckpt "$T/m.ckpt" --max-tokens 64 --stop "$stop" --batch "$B" \
         --seed 1 -o "$T/g.jsonl" "$T/ifeval.jsonl" || exit 1
     t2=$(now)
     cpus=$(awk '{s += $1 + $2} END {print s}' "$T/cpu")

@@ -288,6 +288,36 @@ static void matmul_matches_reference(void)
     }
 }
 
+/* matmul_backward_set is "clear d(input), then matmul_backward", to the
+ * bit: whatever d(input) held before (here NaN) must not leak through,
+ * on the row split, the column split and the single-threaded path.
+ * vzero and vcopy write what memset and memcpy would, odd lengths too. */
+static void matmul_set_and_fills_exact(void)
+{
+    static const int sz[][3] = { { 70, 64, 80 }, { 3, 300, 400 }, { 5, 7, 3 }, { 4097, 16, 8 } };
+    rng_t r;
+    rng_seed(&r, 23);
+    for (int c = 0; c < 4; c++) {
+        int N = sz[c][0], C = sz[c][1], OC = sz[c][2];
+        size_t nx = (size_t)N * C, nw = (size_t)OC * C;
+        float *x = randv(nx, &r, -1, 1), *w = randv(nw, &r, -1, 1), *dy = randv((size_t)N * OC, &r, -1, 1);
+        float *dx0 = xmalloc(nx * sizeof(float)), *dx1 = xmalloc(nx * sizeof(float));
+        float *dw0 = randv(nw, &r, -1, 1), *dw1 = copyv(dw0, nw);
+        for (size_t i = 0; i < nx; i++) dx0[i] = NAN;
+        memset(dx1, 0, nx * sizeof(float));
+        matmul_backward_set(dx0, dw0, dy, x, w, N, C, OC);
+        matmul_backward(dx1, dw1, dy, x, w, N, C, OC);
+        CHECK(!memcmp(dx0, dx1, nx * sizeof(float)));
+        CHECK(!memcmp(dw0, dw1, nw * sizeof(float)));
+        vzero(dx0, nx);
+        memset(dx1, 0, nx * sizeof(float));
+        CHECK(!memcmp(dx0, dx1, nx * sizeof(float)));
+        vcopy(dx0, x, nx);
+        CHECK(!memcmp(dx0, x, nx * sizeof(float)));
+        free(x); free(w); free(dy); free(dx0); free(dx1); free(dw0); free(dw1);
+    }
+}
+
 /* T = 70: one full query tile and a ragged one; GQA with 2 heads per kv. */
 static void attention_matches_reference(void)
 {
@@ -461,6 +491,7 @@ static void adamw_and_sumsq_match_reference(void)
 int main(void)
 {
     RUN(matmul_matches_reference);
+    RUN(matmul_set_and_fills_exact);
     RUN(attention_matches_reference);
     RUN(crossentropy_matches_reference);
     RUN(rmsnorm_swiglu_match_reference);
