@@ -298,10 +298,12 @@ typedef struct { double v; int cur; size_t at; char unit; } rnum;
 
 /* The unit word after a number (spaces, a hyphen skipped): 'd' days, 'w'
  * weeks, 'm' months, 'y' years, 'h' hours, 'g' grams, 'k' kg, 'c' cm,
- * 'l' ml, 's' stock ("left", "in stock", "units"), '%', or 0. */
+ * 'l' ml, 's' stock ("left", "in stock", "units"), 'C' degrees Celsius
+ * ("40°C", "40 ℃", "40 degrees"), '%', or 0. */
 static char unit_after(const char *p)
 {
     while (*p == ' ' || *p == '-') p++;
+    if (!strncmp(p, "\xc2\xb0", 2) || !strncmp(p, "\xe2\x84\x83", 3) || !strncasecmp(p, "degree", 6)) return 'C';
     static const struct { const char *w; char u; } units[] = {
         { "business day", 'd' }, { "working day", 'd' }, { "day", 'd' }, { "week", 'w' }, { "month", 'm' },
         { "year", 'y' }, { "hour", 'h' }, { "hr", 'h' }, { "kg", 'k' }, { "g", 'g' }, { "gram", 'g' },
@@ -447,6 +449,8 @@ static char key_unit(const char *k, size_t n)
     if (strstr(key, "months")) return 'm';
     if (strstr(key, "hours")) return 'h';
     if (n > 2 && !strcmp(key + n - 2, "_g")) return 'g';
+    if (n > 3 && !strcmp(key + n - 3, "_kg")) return 'k';
+    if (n > 3 && !strcmp(key + n - 3, "_cm")) return 'c';
     if (!strcmp(key, "stock")) return 's';
     return 0;
 }
@@ -466,9 +470,17 @@ static int evidence_units(const json_t *evidence, unum *out, int max)
         for (const char *p = t ? strchr(t, '"') : NULL; p && n < max; p = strchr(p + 1, '"')) {
             const char *q = strchr(p + 1, '"');
             if (!q) break;
-            if (q[1] == ':' && isdigit((unsigned char)q[2])) {
+            if (q[1] == ':' && (isdigit((unsigned char)q[2]) || q[2] == '[')) {
+                /* a number, or a range of them ("weight_kg":[75,90]) */
                 char u = key_unit(p + 1, (size_t)(q - p - 1));
-                if (u) out[n++] = (unum){ strtod(q + 2, NULL), u };
+                for (const char *r = q + 2; u && n < max; r++) {
+                    if (*r == '[' || *r == ',') continue;
+                    if (!isdigit((unsigned char)*r)) break;
+                    char *e;
+                    out[n++] = (unum){ strtod(r, &e), u };
+                    r = e - 1;
+                    if (q[2] != '[') break;
+                }
             }
             p = q;
         }
@@ -1218,7 +1230,8 @@ static void check_units(ctx *x, const rnum *nums, int nn)
         if (viewer) continue;
         reason(x, "unsupported_value", JUDGE_ACCURACY, "%.15g (%s) is in no tool result in that unit", nums[i].v,
                nums[i].unit == 'd' ? "days" : nums[i].unit == 'w' ? "weeks" : nums[i].unit == 'm' ? "months"
-               : nums[i].unit == 'y' ? "years" : nums[i].unit == 'h' ? "hours" : nums[i].unit == 's' ? "stock" : "grams");
+               : nums[i].unit == 'y' ? "years" : nums[i].unit == 'h' ? "hours" : nums[i].unit == 's' ? "stock"
+               : nums[i].unit == 'k' ? "kg" : nums[i].unit == 'C' ? "degrees" : "grams");
         return;
     }
 }

@@ -115,7 +115,7 @@ static void load(void)
         if (!(f->re = compile_list(json_object_get(v, "patterns"), k))) bad = 1;
     }
     static const char *const lists[LEX_NLISTS] = { "fault_honest", "success_claim", "decline", "invented_fault",
-                                                        "general_knowledge" };
+                                                        "general_knowledge", "greeting" };
     for (int i = 0; i < LEX_NLISTS; i++)
         if (!(L->list[i] = compile_list(json_object_get(d, lists[i]), lists[i]))) bad = 1;
     if (!(L->negation = compile_list(json_object_get(d, "negation"), "negation"))) bad = 1;
@@ -149,10 +149,14 @@ static size_t clause_start(const char *text, size_t at)
     return at;
 }
 
-/* A negation between the clause start and text[at]. */
+/* A negation between the start of its phrase and text[at]: a comma ends
+ * a negation's reach as a full stop does ("it won't go any lower, promise"
+ * promises; "nothing lasts forever lol, but" claims nothing). */
 static int negated(const judge_lexicon *L, pcre2_match_data *md, const char *text, size_t at)
 {
-    size_t s = clause_start(text, at);
+    size_t s = at;
+    while (s > 0 && !strchr(".!?;,\n", text[s - 1])
+           && !(s >= 3 && (!memcmp(text + s - 3, "\xef\xbc\x8c", 3) || !memcmp(text + s - 3, "\xe3\x80\x82", 3)))) s--;
     if (at - s > 60) s = at - 60;
     return pcre2_match(L->negation, (PCRE2_SPTR)text + s, at - s, 0, 0, md, NULL) >= 0;
 }
