@@ -744,31 +744,47 @@ static const char *competitor(ctx *x, const char *key, const task_view_fact *gol
  * space, with a space at both ends (malloc'd): the form phrases are
  * compared in, so that "03 sand / 50ml" is "03 sand 50ml" and a phrase
  * is found only as whole tokens (size "S" is not the s of "sizes", "L"
- * not the end of "XL", "M" not the m of "cm"). */
+ * not the end of "XL", "M" not the m of "cm"); each CJK character is a
+ * token of its own. */
 static char *token_form(const char *s)
 {
+    /* each input byte gives at most five: "°" (2) " degrees " (9), a
+     * CJK character (3) " X " (5) */
     size_t n = strlen(s);
-    char *t = xmalloc(n + 3), *o = t;
+    char *t = xmalloc(5 * n + 3), *o = t;
     *o++ = ' ';
-    *o = 0;                       /* kept terminated: a temperature grows t */
     for (const char *p = s; *p; p++) {
         unsigned char c = (unsigned char)*p;
         /* a temperature is one form: "40°C", "40 ℃", "40 degrees" */
         size_t deg = !strncmp(p, "\xc2\xb0", 2) ? 2 : !strncmp(p, "\xe2\x84\x83", 3) ? 3 : 0;
         if (deg) {
             if (deg == 2 && (p[2] == 'C' || p[2] == 'c') && !isalnum((unsigned char)p[3])) deg = 3;
-            t = xrealloc(t, strlen(s) + (size_t)(o - t) + 12);   /* o moves with t */
-            o = t + strlen(t);
             if (o[-1] != ' ') *o++ = ' ';
             memcpy(o, "degrees ", 8);
             o += 8;
             p += deg - 1;
-            *o = 0;
             continue;
         }
-        if (c >= 0x80 || isalnum(c)) *o++ = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+        if (c >= 0x80) {
+            /* a CJK character is a word of its own and CJK punctuation
+             * a break, so "用SAVE20，" holds the token SAVE20 */
+            utf8proc_int32_t cp;
+            utf8proc_ssize_t len = utf8proc_iterate((const utf8proc_uint8_t *)p, -1, &cp);
+            if (len > 1 && is_cjk(cp)) {
+                int punct = (cp >= 0x3000 && cp <= 0x303F) || (cp >= 0xFF00 && cp <= 0xFF0F) || (cp >= 0xFF1A && cp <= 0xFF20)
+                            || (cp >= 0xFF3B && cp <= 0xFF40) || (cp >= 0xFF5B && cp <= 0xFF65);
+                if (o[-1] != ' ') *o++ = ' ';
+                if (!punct) {
+                    memcpy(o, p, (size_t)len);
+                    o += len;
+                    *o++ = ' ';
+                }
+                p += len - 1;
+                continue;
+            }
+            *o++ = (char)c;
+        } else if (isalnum(c)) *o++ = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
         else if (o[-1] != ' ') *o++ = ' ';
-        *o = 0;
     }
     if (o[-1] != ' ') *o++ = ' ';
     *o = 0;
