@@ -1083,23 +1083,53 @@ static int offered_alternative(ctx *x, const char **which)
     return got;
 }
 
-/* A coupon the reply names, with the money number it gives as the
- * discount (before "off") or the threshold (after "over", "spend",
- * "above"): each must be that coupon's.  Returns 1 after a reason. */
-static int check_coupon_terms(ctx *x, const rnum *nums, int nn)
+/* The coupons the reply names (whole tokens), in reading order: where
+ * each stands and its terms.  Returns the count. */
+typedef struct { size_t at; const char *code; double disc, thr; } named_coupon;
+
+static int named_coupons(ctx *x, named_coupon *out, int max)
 {
-    if (!strstr(x->lc, "off") && !strstr(x->lc, "over") && !strstr(x->lc, "spend") && !strstr(x->lc, "above"))
-        return 0;                          /* no terms stated: nothing to bind */
+    int n = 0;
     size_t i;
     json_t *c;
     json_array_foreach(json_object_get(world_json(x->j->w), "coupons"), i, c) {
-        const char *code = sget(c, "code");
-        if (!code || !strstr(x->reply, code) || !has_phrase(x, code)) continue;
-        double disc = json_number_value(json_object_get(c, "discount")), thr = json_number_value(json_object_get(c, "threshold"));
-        const char *at = strcasestr(x->reply, code);
-        size_t from = at ? (size_t)(at - x->reply) : 0;
+        const char *code = sget(c, "code"), *at;
+        if (!code || n == max || !(at = strstr(x->reply, code)) || !has_phrase(x, code)) continue;
+        out[n++] = (named_coupon){ (size_t)(at - x->reply), code, json_number_value(json_object_get(c, "discount")),
+                                   json_number_value(json_object_get(c, "threshold")) };
+        for (int b = n - 1; b > 0 && out[b - 1].at > out[b].at; b--) { named_coupon t = out[b]; out[b] = out[b - 1]; out[b - 1] = t; }
+    }
+    return n;
+}
+
+/* A coupon the reply names, with the money number it gives as the
+ * discount (before "off") or the threshold (after "over", "spend",
+ * "above"): each must be that coupon's.  A number is bound to the
+ * coupon named nearest before it ("SAVE20 (¥20 off ¥129+) or NEW10 (¥10
+ * off)": the 10 is NEW10's).  A coupon's threshold is owed when it has
+ * one (the skill says to state it): *owed is set when one is left out.
+ * Returns 1 after a reason. */
+static int check_coupon_terms(ctx *x, const rnum *nums, int nn, int *owed)
+{
+    named_coupon nc[8];
+    int n = named_coupons(x, nc, 8);
+    for (int a = 0; a < n; a++) {
+        int stated = 0;
+        for (int k = 0; k < nn && !stated; k++) stated = fabs(nums[k].v - nc[a].thr) < 1e-6;
+        if (nc[a].thr > 0 && !stated && !*owed) {
+            x->no_deduction = 1;
+            reason(x, "fact_missing", JUDGE_EFFECTIVENESS, "threshold: coupon %s needs orders over %g, not stated", nc[a].code, nc[a].thr);
+            *owed = 1;
+        }
+    }
+    if (!strstr(x->lc, "off") && !strstr(x->lc, "over") && !strstr(x->lc, "spend") && !strstr(x->lc, "above"))
+        return 0;                          /* no terms stated: nothing to bind */
+    for (int a = 0; a < n; a++) {
+        size_t from = nc[a].at, to = a + 1 < n ? nc[a + 1].at : from + 80;
+        const char *code = nc[a].code;
+        double disc = nc[a].disc, thr = nc[a].thr;
         for (int k = 0; k < nn; k++) {
-            if (nums[k].at < from || nums[k].at > from + 80) continue;
+            if (nums[k].at < from || nums[k].at > to) continue;
             const char *q = x->reply + nums[k].at;
             while (isdigit((unsigned char)*q) || *q == '.' || *q == ',') q++;
             while (*q == ' ' || *q == '%') q++;
@@ -1119,6 +1149,116 @@ static int check_coupon_terms(ctx *x, const rnum *nums, int nn)
                 return 1;
             }
         }
+    }
+    return 0;
+}
+
+/* ---- dates ------------------------------------------------------------------------- */
+
+/* A date the reply gives ("Dec 3", "3rd December", "12月29日",
+ * "2026-12-29") or the last day of a month it gives as a whole ("valid
+ * all December", "till the end of December"): month and day, 0 none. */
+typedef struct { int m, d; size_t at; } md_date;
+
+static int month_at(const char *p, size_t *len)
+{
+    static const char *const full[] = { "january", "february", "march", "april", "may", "june", "july", "august",
+                                        "september", "october", "november", "december" };
+    for (int m = 0; m < 12; m++) {
+        size_t n = strlen(full[m]);
+        if (!strncasecmp(p, full[m], n) && !isalpha((unsigned char)p[n])) { *len = n; return m + 1; }
+        if (!strncasecmp(p, full[m], 3) && !isalpha((unsigned char)p[3])) { *len = 3 + (p[3] == '.'); return m + 1; }
+        if (m == 8 && !strncasecmp(p, "sept", 4) && !isalpha((unsigned char)p[4])) { *len = 4; return 9; }
+    }
+    return 0;
+}
+
+static int day_at(const char *p, size_t *len)
+{
+    if (!isdigit((unsigned char)*p) || (isdigit((unsigned char)p[1]) && isdigit((unsigned char)p[2]))) return 0;
+    char *e;
+    long d = strtol(p, &e, 10);
+    if (!strncasecmp(e, "st", 2) || !strncasecmp(e, "nd", 2) || !strncasecmp(e, "rd", 2) || !strncasecmp(e, "th", 2)) e += 2;
+    if (d < 1 || d > 31 || isalnum((unsigned char)*e)) return 0;
+    *len = (size_t)(e - p);
+    return (int)d;
+}
+
+static int reply_dates(const char *r, md_date *out, int max)
+{
+    static const int last[] = { 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+    int n = 0;
+    for (const char *p = r; *p && n < max; p++) {
+        size_t ml, dl;
+        int m, d;
+        if (p > r && (isalnum((unsigned char)p[-1]) || p[-1] == '-')) continue;
+        if (isdigit((unsigned char)*p)) {
+            char *e;
+            long a = strtol(p, &e, 10), b, c;
+            if (*e == '-' && a > 2000 && (b = strtol(e + 1, &e, 10)) >= 1 && b <= 12 && *e == '-'
+                && (c = strtol(e + 1, &e, 10)) >= 1 && c <= 31) {   /* 2026-12-29 */
+                out[n++] = (md_date){ (int)b, (int)c, (size_t)(p - r) };
+                p = e - 1;
+                continue;
+            }
+            if (a >= 1 && a <= 12 && !strncmp(e, "\xe6\x9c\x88", 3) && (c = strtol(e + 3, &e, 10)) >= 1 && c <= 31) {
+                out[n++] = (md_date){ (int)a, (int)c, (size_t)(p - r) };   /* 12月29日 */
+                p = e - 1;
+                continue;
+            }
+            if ((d = day_at(p, &dl))) {                                   /* 3rd (of) December */
+                const char *q = p + dl;
+                while (*q == ' ') q++;
+                if (!strncasecmp(q, "of ", 3)) q += 3;
+                if ((m = month_at(q, &ml))) { out[n++] = (md_date){ m, d, (size_t)(p - r) }; p = q + ml - 1; }
+            }
+            continue;
+        }
+        if (!(m = month_at(p, &ml))) continue;
+        const char *q = p + ml;
+        while (*q == ' ') q++;
+        if ((d = day_at(q, &dl))) { out[n++] = (md_date){ m, d, (size_t)(p - r) }; p = q + dl - 1; continue; }
+        /* the month as a whole: "all December", "end of December" */
+        static const char *const whole[] = { "all ", "whole ", "entire ", "end of ", "through ", "thru ", "rest of " };
+        for (size_t w = 0; w < sizeof whole / sizeof whole[0]; w++) {
+            size_t wl = strlen(whole[w]);
+            const char *b = p - wl;
+            if (b >= r && !strncasecmp(b, whole[w], wl)) { out[n++] = (md_date){ m, last[m - 1], (size_t)(p - r) }; break; }
+            if (b - 4 >= r && !strncasecmp(b - 4, "the ", 4) && !strncasecmp(b, whole[w], wl)) { out[n++] = (md_date){ m, last[m - 1], (size_t)(p - r) }; break; }
+        }
+    }
+    return n;
+}
+
+/* Every date the reply gives is a date of a tool result (a coupon's
+ * expiry, an order's date): "valid all December" for a coupon ending
+ * 2026-12-02 is wrong.  Returns 1 after a reason. */
+static int check_dates(ctx *x)
+{
+    md_date rd[8];
+    int nr = reply_dates(x->reply, rd, 8);
+    if (!nr) return 0;
+    int em[32], ed[32], ne = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(x->rec, "evidence"), i, e) {
+        const char *t = json_string_value(e);
+        for (const char *p = t; p && *p && ne < 32; p++) {
+            int y, m, d, len = 0;
+            if (isdigit((unsigned char)*p) && sscanf(p, "%4d-%2d-%2d%n", &y, &m, &d, &len) == 3 && len == 10) {
+                em[ne] = m;
+                ed[ne++] = d;
+                p += len - 1;
+            }
+        }
+    }
+    for (int a = 0; a < nr; a++) {
+        int found = 0;
+        for (int b = 0; b < ne && !found; b++) found = em[b] == rd[a].m && ed[b] == rd[a].d;
+        if (found) continue;
+        if (ne) reason(x, "fact_wrong", JUDGE_ACCURACY, "date: the reply gives %02d-%02d, the tools say %02d-%02d", rd[a].m, rd[a].d, em[0], ed[0]);
+        else reason(x, "unsupported_value", JUDGE_ACCURACY, "date %02d-%02d is in no tool result", rd[a].m, rd[a].d);
+        return 1;
     }
     return 0;
 }
@@ -1215,7 +1355,9 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
         partly = judge_lexicon_topic(x->j->lex, x->j->md, x->t->facts[f].key, x->reply);
     if (!wrong) wrong += check_bound_prices(x, nums, nn);
     if (!wrong) wrong += check_list_price(x, nums, nn);
-    if (!wrong) wrong += check_coupon_terms(x, nums, nn);
+    int owed = 0;
+    if (!wrong) wrong += check_coupon_terms(x, nums, nn, &owed);
+    if (!wrong) wrong += check_dates(x);
     /* What the viewer was served: nothing when every fact is missing or
      * the answer is wrong; part when some are (the missing facts'
      * reasons carry no deduction of their own). */
@@ -1224,6 +1366,7 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
      * a stock question; not a comparison's two lookups). */
     if (wrong) x->ded[JUDGE_EFFECTIVENESS] += right && two_questions(x->t) ? 0.5 : 1;
     else if (missing) x->ded[JUDGE_EFFECTIVENESS] += missing == (int)x->t->nfacts && !partly ? 1 : 0.5;
+    else if (owed) x->ded[JUDGE_EFFECTIVENESS] += 0.5;     /* a coupon's threshold left out: part served */
     return right;
 }
 
