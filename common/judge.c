@@ -1619,6 +1619,20 @@ static void check_reply(ctx *x, int need)
 
 /* ---- tool rationality ------------------------------------------------------------------ */
 
+/* Whether gold call b asks the same tool as a with a's arguments less
+ * some (every argument of b is a's): b's answer holds a's. */
+static int broader_call(const task_view_call *b, const task_view_call *a)
+{
+    if (!a->function || !b->function || strcmp(a->function, b->function) || b->nargs >= a->nargs) return 0;
+    for (size_t i = 0; i < b->nargs; i++) {
+        int same = 0;
+        for (size_t k = 0; k < a->nargs && !same; k++)
+            same = !strcmp(a->args[k].key, b->args[i].key) && a->args[k].str && b->args[i].str && !strcmp(a->args[k].str, b->args[i].str);
+        if (!same) return 0;
+    }
+    return 1;
+}
+
 /* Returns NEED_ flags: whether the facts can be known. */
 static int check_tools(ctx *x)
 {
@@ -1665,6 +1679,14 @@ static int check_tools(ctx *x)
     /* an answer reached only by breaking the harness's limits serves in part */
     if ((mc >= 0 && ncalls > mc) || (mt >= 0 && nturns > mt)) x->ded[JUDGE_EFFECTIVENESS] += 0.5;
     int budget_left = (mc < 0 || ncalls < mc) && (mt < 0 || nturns < mt);
+    /* A failed call whose question a broader call of the same tool
+     * answered (all of a product's variants for one variant) is not a
+     * lost fact: the reply may state what the broader call returned. */
+    for (i = 0; i < ng && i < 64; i++) {
+        if (!made[i] || okd[i]) continue;
+        for (k = 0; k < ng && k < 64 && !okd[i]; k++)
+            if (k != i && okd[k] && broader_call(&x->t->calls[k], &x->t->calls[i])) okd[i] = 1;
+    }
     int need = 0;
     for (i = 0; i < ng; i++) {
         const char *fn = x->t->calls[i].function;
