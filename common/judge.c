@@ -505,6 +505,12 @@ static int unit_supported(const rnum *r, const unum *ev, int ne)
     return 0;
 }
 
+/* What check_tools found about the needed calls. */
+enum { NEED_FAILED = 1,        /* a needed call never succeeded (a fault, a spent budget) */
+       NEED_UNSERVABLE = 2,    /* the harness has no tool for a needed call */
+       NEED_SOME_OK = 4,       /* a needed call answered */
+       NEED_NOT_MADE = 8 };    /* a needed call was not made, with budget to spare */
+
 /* ---- reasons -------------------------------------------------------------------- */
 
 typedef struct {
@@ -520,6 +526,7 @@ typedef struct {
     int            accepted;
     int            replayed;       /* rec is j->s's record of this task (judge_score) */
     int            no_deduction;   /* the next reason is told, not deducted (check_facts deducts) */
+    int            need;           /* check_tools's NEED_ flags */
 } ctx;
 
 static void reason(ctx *x, const char *code, int comp, const char *fmt, ...)
@@ -1282,11 +1289,13 @@ static int check_list_price(ctx *x, const rnum *nums, int nn)
     return 0;
 }
 
-/* The reply says sold out ("not sold out yet" does not). */
+/* The reply says sold out, in any of its words ("isn't available",
+ * "none left"; "not sold out yet" does not). */
 static int sold_out_said(ctx *x)
 {
-    static const char *const words[] = { "sold out", "out of stock" };
-    for (int i = 0; i < 2; i++)
+    static const char *const words[] = { "sold out", "out of stock", "isn't available", "not available", "unavailable",
+                                         "none left", "all gone", "not in stock" };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
         if (strstr(x->lc, words[i]) && !judge_lexicon_negated_term(x->j->lex, x->j->md, x->lc, words[i])) return 1;
     return 0;
 }
@@ -1298,6 +1307,143 @@ static int two_questions(const task_view *t)
         if (t->calls[c].function && t->calls[0].function && strcmp(t->calls[c].function, t->calls[0].function))
             return 1;
     return 0;
+}
+
+/* Where a size token stands in the reply as written (capitals as a size
+ * is written, not the s of "it's"), or -1. */
+static long size_at(const char *reply, const char *sz)
+{
+    size_t n = strlen(sz);
+    for (const char *p = reply; n && (p = strstr(p, sz)); p++) {
+        int left = p == reply || (!word_char((unsigned char)p[-1]) && p[-1] != '\'');
+        int right = !word_char((unsigned char)p[n]) && p[n] != '\'';
+        if (left && right) return (long)(p - reply);
+    }
+    return -1;
+}
+
+/* The size the reply recommends: the chart size it names first ("M for
+ * you, the S would be snug" recommends M), or NULL. */
+static const char *first_size(ctx *x)
+{
+    const json_t *p = world_product_by_id(x->j->w, x->t->product ? x->t->product : "");
+    const char *first = NULL;
+    long best = -1;
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(p, "size_chart"), i, o) {
+        const char *sz = sget(o, "size");
+        long at = sz ? size_at(x->reply, sz) : -1;
+        if (at >= 0 && (best < 0 || at < best)) { best = at; first = sz; }
+    }
+    return first;
+}
+
+/* ---- stock bound to its variant ------------------------------------------------------ */
+
+/* What a reply's words (token form) say of a stock: 1 in stock ("in
+ * stock", "plenty", "5 left", "available"), -1 sold out ("sold out",
+ * "gone", "isn't available"; "not sold out" is in stock), 0 nothing. */
+static int stock_words(const char *scope)
+{
+    static const char *const out[] = { " sold out ", " out of stock ", " not available ", " isn t available ",
+                                       " unavailable ", " none left ", " gone ", " not in stock ", " no stock " };
+    static const char *const in[] = { " in stock ", " available ", " left ", " plenty ", " still have ", " got it ",
+                                      " have it ", " lots " };
+    for (size_t k = 0; k < sizeof out / sizeof out[0]; k++) {
+        const char *h = strstr(scope, out[k]);
+        if (!h) continue;
+        size_t b = (size_t)(h - scope);
+        if ((b >= 4 && !strncmp(h - 4, " not", 4)) || (b >= 2 && !strncmp(h - 2, " t", 2))) return 1;   /* not sold out */
+        return -1;
+    }
+    for (size_t k = 0; k < sizeof in / sizeof in[0]; k++)
+        if (strstr(scope, in[k])) return 1;
+    return 0;
+}
+
+/* Each variant of the product the reply names, with what the words after
+ * it (up to the next variant or the end of its clause) say of its stock:
+ * calls f(x, variant, said) for each that says something; stops at a
+ * nonzero return, which it returns. */
+static int each_stock_said(ctx *x, const json_t *variants, int (*f)(ctx *, const char *, int))
+{
+    const char *r = x->reply;
+    int rc = 0;
+    while (*r && !rc) {
+        const char *e = r;
+        while (*e && !strchr(".!?;,\n", *e) && strncmp(e, "\xef\xbc\x8c", 3)) e++;
+        char *cl = xstrndup(r, (size_t)(e - r)), *tf = token_form(cl);
+        free(cl);
+        struct { const char *at, *vn; size_t len; } hit[16];
+        int nh = 0;
+        size_t i;
+        json_t *o;
+        json_array_foreach(variants, i, o) {
+            const char *vn = sget(o, "name");
+            if (!vn || nh == 16) continue;
+            char *vf = token_form(vn);
+            const char *h = strstr(tf, vf);
+            if (h) hit[nh++] = (typeof(hit[0])){ h, vn, strlen(vf) };
+            free(vf);
+        }
+        for (int a = 0; a < nh && !rc; a++) {
+            const char *end = tf + strlen(tf);
+            for (int b = 0; b < nh; b++) if (hit[b].at > hit[a].at && hit[b].at < end) end = hit[b].at;
+            const char *from = hit[a].at + hit[a].len - 1;     /* keep the space before the next word */
+            char *scope = xstrndup(from, end > from ? (size_t)(end - from) : 0);
+            size_t sl = strlen(scope);
+            scope = xrealloc(scope, sl + 2);
+            if (!sl || scope[sl - 1] != ' ') { scope[sl] = ' '; scope[sl + 1] = 0; }
+            int said = stock_words(scope);
+            free(scope);
+            if (said) rc = f(x, hit[a].vn, said);
+        }
+        free(tf);
+        r = *e ? e + (*e == ',' || strchr(".!?;\n", *e) ? 1 : 3) : e;
+    }
+    return rc;
+}
+
+/* The stock a tool result gives variant vn: 1 in stock, -1 sold out, 0
+ * when no tool result names it. */
+static int stock_returned(ctx *x, const char *vn)
+{
+    size_t i;
+    json_t *e;
+    char key[96];
+    snprintf(key, sizeof key, "\"name\":\"%s\",\"stock\":", vn);
+    json_array_foreach(json_object_get(x->rec, "evidence"), i, e) {
+        const char *t = json_string_value(e), *q = t ? strstr(t, key) : NULL;
+        if (q) return strtol(q + strlen(key), NULL, 10) > 0 ? 1 : -1;
+    }
+    return 0;
+}
+
+/* Each variant the reply gives a stock for is one a tool result gave,
+ * with that stock: "pink / standard is in stock" after a check of black
+ * / standard is read from no tool.  Returns 1 after a reason. */
+static int variant_stock_bound(ctx *x, const char *vn, int said)
+{
+    int got = stock_returned(x, vn);
+    if (!got) {
+        /* read from no tool: wrong for the viewer unless the needed
+         * check was never made (unsupported_answer has said so) */
+        reason(x, "unsupported_value", JUDGE_ACCURACY, "the stock of %s is in no tool result", vn);
+        return !(x->need & NEED_NOT_MADE);
+    }
+    if (got != said) {
+        reason(x, "fact_wrong", JUDGE_ACCURACY, "stock: the reply says %s is %s, the tools say %s", vn,
+               said > 0 ? "in stock" : "sold out", got > 0 ? "in stock" : "sold out");
+        return 1;
+    }
+    return 0;
+}
+
+static int check_variant_stock(ctx *x)
+{
+    const json_t *p = world_product_by_id(x->j->w, x->t->product ? x->t->product : "");
+    return each_stock_said(x, json_object_get(p, "variants"), variant_stock_bound);
 }
 
 /* Checks every gold fact; returns how many were stated right. */
@@ -1329,6 +1475,12 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
         if (!v->str) snprintf(val, sizeof val, "%.15g", v->num);   /* for the reason */
         else snprintf(val, sizeof val, "%s", v->str);
         const rnum *un = !v->str ? unit_competitor(x, v, nums, nn) : NULL;
+        const char *fs = present && !strcmp(k, "size") ? first_size(x) : NULL;
+        if (fs && strcasecmp(fs, v->str)) {
+            reason(x, "fact_wrong", JUDGE_ACCURACY, "size: the reply recommends %s, the tools say %s", fs, v->str);
+            wrong++;
+            continue;
+        }
         if (present && !un) { right++; continue; }
         if (!present && !un && cmp && (!strcmp(k, "price") || !strcmp(k, "price2"))) {
             if (cmp > 0) { right++; continue; }
@@ -1358,6 +1510,7 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
     int owed = 0;
     if (!wrong) wrong += check_coupon_terms(x, nums, nn, &owed);
     if (!wrong) wrong += check_dates(x);
+    if (!wrong) wrong += check_variant_stock(x);
     /* What the viewer was served: nothing when every fact is missing or
      * the answer is wrong; part when some are (the missing facts'
      * reasons carry no deduction of their own). */
@@ -1534,14 +1687,10 @@ static int addressed(const char *reply, const char *nick)
     return 0;
 }
 
-/* What check_tools found about the needed calls. */
-enum { NEED_FAILED = 1,        /* a needed call never succeeded (a fault, a spent budget) */
-       NEED_UNSERVABLE = 2,    /* the harness has no tool for a needed call */
-       NEED_SOME_OK = 4,       /* a needed call answered */
-       NEED_NOT_MADE = 8 };    /* a needed call was not made, with budget to spare */
 
 static void check_reply(ctx *x, int need)
 {
+    x->need = need;
     judge *j = x->j;
     const char *reply = x->reply;
     if (!reply) {
