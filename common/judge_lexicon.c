@@ -115,7 +115,7 @@ static void load(void)
         if (!(f->re = compile_list(json_object_get(v, "patterns"), k))) bad = 1;
     }
     static const char *const lists[LEX_NLISTS] = { "fault_honest", "success_claim", "decline", "invented_fault",
-                                                        "general_knowledge", "greeting" };
+                                                        "general_knowledge", "greeting", "affirm", "quality" };
     for (int i = 0; i < LEX_NLISTS; i++)
         if (!(L->list[i] = compile_list(json_object_get(d, lists[i]), lists[i]))) bad = 1;
     if (!(L->negation = compile_list(json_object_get(d, "negation"), "negation"))) bad = 1;
@@ -211,8 +211,14 @@ int judge_lexicon_negated_term(const judge_lexicon *L, pcre2_match_data *md, con
 int judge_lexicon_has(const judge_lexicon *L, pcre2_match_data *md, int list, const char *text, char *what, size_t wn)
 {
     if (!L || !text || list < 0 || list >= LEX_NLISTS) return 0;
-    int check_neg = list == LEX_SUCCESS_CLAIM || list == LEX_INVENTED_FAULT || list == LEX_GENERAL;
+    int check_neg = list == LEX_SUCCESS_CLAIM || list == LEX_INVENTED_FAULT || list == LEX_GENERAL || list == LEX_AFFIRM
+                    || list == LEX_QUALITY;
     return search(L, L->list[list], md, text, check_neg, what, wn);
+}
+
+int judge_lexicon_negation(const judge_lexicon *L, pcre2_match_data *md, const char *text)
+{
+    return L && text && pcre2_match(L->negation, (PCRE2_SPTR)text, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0;
 }
 
 static int word_at(const char *p, const char *w, size_t *len)
