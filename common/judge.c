@@ -773,6 +773,13 @@ static char *token_form(const char *s)
             p += deg - 1;
             continue;
         }
+        if (c == 0xc3 && (unsigned char)p[1] == 0x97) {     /* "30×20×15" is "30 x 20 x 15" */
+            if (o[-1] != ' ') *o++ = ' ';
+            memcpy(o, "x ", 2);
+            o += 2;
+            p++;
+            continue;
+        }
         if (c >= 0x80) {
             /* a CJK character is a word of its own and CJK punctuation
              * a break, so "用SAVE20，" holds the token SAVE20 */
@@ -804,9 +811,23 @@ static char *token_form(const char *s)
 static int stop_word(const char *w, size_t n)
 {
     static const char *const sw[] = { "a", "an", "the", "and", "in", "of", "with", "for", "to", "at", "on", "or",
-                                      "is", "it", "its", "your", "be", "are", "after", "do", "degree" };
+                                      "is", "it", "its", "your", "be", "are", "after", "do", "degree", "x" };
     for (size_t i = 0; i < sizeof sw / sizeof sw[0]; i++)
         if (strlen(sw[i]) == n && !strncmp(sw[i], w, n)) return 1;
+    return 0;
+}
+
+/* Whether a number token (" 6 ") of a fact is written as a word in the
+ * token form tf ("six 80 g packs" states "6 x 80 g"). */
+static int number_word_in(ctx *x, const char *tf, const char *num)
+{
+    if (!isdigit((unsigned char)num[1])) return 0;
+    double want = strtod(num + 1, NULL), v;
+    size_t len;
+    for (const char *p = tf; *p; p++)
+        if ((p == tf || p[-1] == ' ') && isalpha((unsigned char)*p)
+            && judge_lexicon_number_word(x->j->lex, p, &v, &len) && fabs(v - want) < 1e-9 && p[len] == ' ')
+            return 1;
     return 0;
 }
 
@@ -838,7 +859,7 @@ static int words_in_a_sentence(ctx *x, const char *phrase, const char *minus)
         while (*e && !strchr("!?;\n", *e) && !(*e == '.' && !isdigit((unsigned char)e[1]))) e++;
         char *sent = xstrndup(r, (size_t)(e - r)), *sf = token_form(sent);
         found = 1;
-        for (int i = 0; i < nw && found; i++) found = strstr(sf, want[i]) != NULL;
+        for (int i = 0; i < nw && found; i++) found = strstr(sf, want[i]) != NULL || number_word_in(x, sf, want[i]);
         free(sent);
         free(sf);
         r = *e ? e + 1 : e;
@@ -1525,6 +1546,33 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
     return right;
 }
 
+/* A reply number in a unit computed from the tool results where an
+ * arithmetic word says so ("so 480 g in total" for "6 x 80 g"): a tool
+ * number in that unit times, plus or minus another tool number. */
+static int unit_computed(ctx *x, const rnum *r, const unum *ev, int ne)
+{
+    const char *t = x->reply;
+    size_t end = r->at;
+    while (isdigit((unsigned char)t[end]) || t[end] == '.' || t[end] == ',') end++;
+    if (!judge_lexicon_arith_near(x->j->lex, t, r->at, end)) return 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(x->rec, "evidence"), i, e) {
+        const char *s = json_string_value(e);
+        sim_number sn[64];
+        size_t k = s ? sim_scan_numbers(s, 0, sn, 64) : 0;
+        for (int a = 0; a < ne; a++) {
+            if (ev[a].unit != r->unit) continue;
+            for (size_t b = 0; b < k && b < 64; b++) {
+                double o = sn[b].v;
+                if (fabs(ev[a].v * o - r->v) < 1e-6 || fabs(ev[a].v + o - r->v) < 1e-6 || fabs(fabs(ev[a].v - o) - r->v) < 1e-6)
+                    return 1;
+            }
+        }
+    }
+    return 0;
+}
+
 /* Every number the reply states in a unit of time, weight or stock is a
  * tool result's number in that unit ("30 days" is not backed by
  * "30°C", "a week" not by a 0-day window), or the viewer's own. */
@@ -1541,7 +1589,7 @@ static void check_units(ctx *x, const rnum *nums, int nn)
         if (!nums[i].unit || nums[i].unit == '%' || nums[i].unit == 'c' || unit_supported(&nums[i], ev, ne)) continue;
         int viewer = 0;
         for (size_t a = 0; a < kv && a < 32 && !viewer; a++) viewer = fabs(vn[a].v - nums[i].v) < 1e-6;
-        if (viewer) continue;
+        if (viewer || unit_computed(x, &nums[i], ev, ne)) continue;
         reason(x, "unsupported_value", JUDGE_ACCURACY, "%.15g (%s) is in no tool result in that unit", nums[i].v,
                nums[i].unit == 'd' ? "days" : nums[i].unit == 'w' ? "weeks" : nums[i].unit == 'm' ? "months"
                : nums[i].unit == 'y' ? "years" : nums[i].unit == 'h' ? "hours" : nums[i].unit == 's' ? "stock"
