@@ -114,6 +114,13 @@ static json_t *world_vocabulary(const world *w)
         }
         json_decref(fields);
     }
+    /* the orders' carriers: "shipped with SF Express" for a YTO parcel */
+    json_t *carriers = json_array();
+    json_array_foreach(json_object_get(world_json(w), "orders"), i, p) {
+        json_t *c = json_object_get(p, "carrier");
+        if (json_is_string(c) && !in_list(carriers, json_string_value(c))) json_array_append(carriers, c);
+    }
+    json_object_set_new(voc, "carrier", carriers);
     return voc;
 }
 
@@ -1469,6 +1476,82 @@ static int check_variant_stock(ctx *x)
     return each_stock_said(x, json_object_get(p, "variants"), variant_stock_bound);
 }
 
+/* The string a tool result gives field key ("carrier":"YTO"), copied to
+ * buf, or NULL. */
+static const char *tool_field(ctx *x, const char *key, char *buf, size_t bn)
+{
+    char pat[64];
+    snprintf(pat, sizeof pat, "\"%s\":\"", key);
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(x->rec, "evidence"), i, e) {
+        const char *t = json_string_value(e), *q = t ? strstr(t, pat) : NULL;
+        if (!q) continue;
+        q += strlen(pat);
+        const char *end = strchr(q, '"');
+        if (!end) continue;
+        snprintf(buf, bn, "%.*s", (int)(end - q), q);
+        return buf;
+    }
+    return NULL;
+}
+
+static int in_evidence(ctx *x, const char *s)
+{
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(x->rec, "evidence"), i, e)
+        if (json_string_value(e) && strcasestr(json_string_value(e), s)) return 1;
+    return 0;
+}
+
+/* A field the viewer did not ask about is still bound to its tool value:
+ * another value of that field in the world (a carrier, a material, a
+ * care label) stated in the reply, found in no tool result, is wrong.
+ * Gold facts are competitor()'s; a reply with a negation is left alone
+ * ("not for dry skin").  Returns 1 after a reason. */
+static int check_other_fields(ctx *x)
+{
+    if (judge_lexicon_negation(x->j->lex, x->j->md, x->lc)) return 0;
+    const char *key, *ev = NULL;
+    json_t *vals;
+    sbuf evb;
+    json_object_foreach(x->j->vocab, key, vals) {
+        char got[128];
+        if (fact_of(x->t, key) || !tool_field(x, key, got, sizeof got)) continue;
+        size_t i;
+        json_t *v;
+        json_array_foreach(vals, i, v) {
+            const char *o = json_string_value(v);
+            /* a cheap test first: a word of 4+ letters of o in the reply */
+            const char *w = o;
+            while (*w && !(isalpha((unsigned char)w[0]) && isalpha((unsigned char)w[1]))) w++;
+            char first[24];
+            size_t n = 0;
+            while (isalnum((unsigned char)w[n]) && n < sizeof first - 1) { first[n] = w[n]; n++; }
+            first[n] = 0;
+            if (n < 2 || !strcasestr(x->reply, first) || !strcasecmp(o, got)) continue;
+            /* its words that no tool result holds (not the product's
+             * name: "Cotton" of a mug's), all in one sentence */
+            if (!ev) {
+                sbuf_init(&evb);
+                size_t a;
+                json_t *e;
+                json_array_foreach(json_object_get(x->rec, "evidence"), a, e)
+                    if (json_string_value(e)) { sbuf_puts(&evb, json_string_value(e)); sbuf_puts(&evb, " "); }
+                ev = evb.s ? evb.s : "";
+            }
+            if (!in_evidence(x, o) && words_in_a_sentence(x, o, ev)) {
+                reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply says %s, the tools say %s", key, o, got);
+                if (ev) sbuf_free(&evb);
+                return 1;
+            }
+        }
+    }
+    if (ev) sbuf_free(&evb);
+    return 0;
+}
+
 /* Checks every gold fact; returns how many were stated right. */
 static int check_facts(ctx *x, const rnum *nums, int nn)
 {
@@ -1543,6 +1626,8 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
     if (wrong) x->ded[JUDGE_EFFECTIVENESS] += right && two_questions(x->t) ? 0.5 : 1;
     else if (missing) x->ded[JUDGE_EFFECTIVENESS] += missing == (int)x->t->nfacts && !partly ? 1 : 0.5;
     else if (owed) x->ded[JUDGE_EFFECTIVENESS] += 0.5;     /* a coupon's threshold left out: part served */
+    /* a wrong detail the viewer did not ask for: what was asked still serves */
+    if (!wrong && check_other_fields(x)) x->ded[JUDGE_EFFECTIVENESS] += 0.5;
     return right;
 }
 
