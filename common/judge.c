@@ -1552,6 +1552,28 @@ static int check_other_fields(ctx *x)
     return 0;
 }
 
+/* The world's value of a string fact of the task's product (a spec, the
+ * return condition), or NULL. */
+static const char *product_fact(ctx *x, const char *key)
+{
+    const json_t *p = world_product_by_id(x->j->w, x->t->product ? x->t->product : "");
+    if (!strcmp(key, "return_condition")) return sget(json_object_get(p, "returns"), "condition");
+    return sget(json_object_get(p, "specs"), key);
+}
+
+/* Another fact of the topic of fact key, stated right ("unopened and
+ * sealed only!" for a return window): the question answered in part. */
+static int states_topic_sibling(ctx *x, const char *key)
+{
+    const char *sib[8];
+    int n = judge_lexicon_topic_facts(x->j->lex, key, sib, 8);
+    for (int i = 0; i < n; i++) {
+        const char *v = strcmp(sib[i], key) ? product_fact(x, sib[i]) : NULL;
+        if (v && in_evidence(x, v) && states_fact(x, v)) return 1;
+    }
+    return 0;
+}
+
 /* Checks every gold fact; returns how many were stated right. */
 static int check_facts(ctx *x, const rnum *nums, int nn)
 {
@@ -1610,7 +1632,8 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
     /* every fact left out, but the question answered in words ("yes, it
      * can be returned"): served in part */
     for (size_t f = 0; f < x->t->nfacts && !wrong && missing && !partly && !x->ded[JUDGE_ACCURACY]; f++)
-        partly = judge_lexicon_topic(x->j->lex, x->j->md, x->t->facts[f].key, x->reply);
+        partly = judge_lexicon_topic(x->j->lex, x->j->md, x->t->facts[f].key, x->reply)
+                 || states_topic_sibling(x, x->t->facts[f].key);
     if (!wrong) wrong += check_bound_prices(x, nums, nn);
     if (!wrong) wrong += check_list_price(x, nums, nn);
     int owed = 0;

@@ -297,3 +297,16 @@ int judge_lexicon_topic(const judge_lexicon *L, pcre2_match_data *md, const char
                 return search(L, L->topic[t].re, md, text, 1, NULL, 0);
     return 0;
 }
+
+int judge_lexicon_topic_facts(const judge_lexicon *L, const char *fact, const char **out, int max)
+{
+    if (!L || !fact) return 0;
+    for (int t = 0; t < L->ntopic; t++)
+        for (int k = 0; k < L->topic[t].nfacts; k++)
+            if (!strcmp(L->topic[t].facts[k], fact)) {
+                int n = 0;
+                for (int a = 0; a < L->topic[t].nfacts && n < max; a++) out[n++] = L->topic[t].facts[a];
+                return n;
+            }
+    return 0;
+}

@@ -56,6 +56,8 @@ int  judge_lexicon_number_word(const judge_lexicon *L, const char *p, double *v,
 /* Whether text speaks of the question gold fact fact answers (the
  * lexicon's topics: "can be returned" for return_days), negation-aware ("couldn't find a
  * return policy" does not). */
+/* The facts of fact's topic (fact among them), up to max; their count. */
+int  judge_lexicon_topic_facts(const judge_lexicon *L, const char *fact, const char **out, int max);
 int  judge_lexicon_topic(const judge_lexicon *L, pcre2_match_data *md, const char *fact, const char *text);
 /* The unit word at p (after spaces), its length, or 0. */
 size_t judge_lexicon_unit(const judge_lexicon *L, const char *p);
