@@ -31,6 +31,10 @@ struct judge {
     const json_t *ded, *t_decline, *t_redirect, *t_honest, *t_promise, *t_question, *currency;
     json_t       *statuses;        /* order status words of the world */
     json_t       *vocab;           /* {spec key: [the world's distinct values]}, return_condition too */
+    /* vocab flattened, each value with its first word (2+ letters,
+     * lowered): the cheap test check_other_fields makes first */
+    struct vocab_word { const char *key, *val; char first[24]; } *vw;
+    size_t        nvw;
     const judge_lexicon *lex;      /* claims and honesty by meaning (data/judge/lexicon.json) */
     pcre2_match_data *md;
     task_arena   *arena;           /* the view of the JSON task being scored */
@@ -171,6 +175,23 @@ judge *judge_new(const world *w, const json_t *config, char **err)
     }
     json_decref(seen);
     j->vocab = world_vocabulary(w);
+    const char *vk;
+    json_t *vl;
+    json_object_foreach(j->vocab, vk, vl) {
+        size_t a;
+        json_t *v;
+        json_array_foreach(vl, a, v) {
+            const char *o = json_string_value(v), *wd = o;
+            while (*wd && !(isalpha((unsigned char)wd[0]) && isalpha((unsigned char)wd[1]))) wd++;
+            j->vw = xrealloc(j->vw, (j->nvw + 1) * sizeof *j->vw);
+            struct vocab_word *e = &j->vw[j->nvw++];
+            e->key = vk;
+            e->val = o;
+            size_t n = 0;
+            while (isalnum((unsigned char)wd[n]) && n < sizeof e->first - 1) { e->first[n] = (char)tolower((unsigned char)wd[n]); n++; }
+            e->first[n] = 0;
+        }
+    }
     return j;
 }
 
@@ -183,6 +204,7 @@ void judge_free(judge *j)
     json_decref(j->cfg);
     json_decref(j->statuses);
     json_decref(j->vocab);
+    free(j->vw);
     free(j);
 }
 
@@ -1125,7 +1147,9 @@ typedef struct { size_t at; const char *code; double disc, thr; } named_coupon;
 
 static int named_coupons(ctx *x, named_coupon *out, int max)
 {
-    int n = 0;
+    int n = 0, caps = 0;
+    for (const char *p = x->reply; *p && !caps; p++) caps = isupper((unsigned char)p[0]) && isupper((unsigned char)p[1]);
+    if (!caps) return 0;                   /* no code-like word: no coupon named */
     size_t i;
     json_t *c;
     json_array_foreach(json_object_get(world_json(x->j->w), "coupons"), i, c) {
@@ -1200,7 +1224,10 @@ static int month_at(const char *p, size_t *len)
 {
     static const char *const full[] = { "january", "february", "march", "april", "may", "june", "july", "august",
                                         "september", "october", "november", "december" };
+    /* most words start with no month's letter: one test */
+    if (!strchr("jfmasondJFMASOND", *p) || !*p) return 0;
     for (int m = 0; m < 12; m++) {
+        if ((*p | 32) != full[m][0]) continue;
         size_t n = strlen(full[m]);
         if (!strncasecmp(p, full[m], n) && !isalpha((unsigned char)p[n])) { *len = n; return m + 1; }
         if (!strncasecmp(p, full[m], 3) && !isalpha((unsigned char)p[3])) { *len = 3 + (p[3] == '.'); return m + 1; }
@@ -1512,44 +1539,37 @@ static int in_evidence(ctx *x, const char *s)
  * ("not for dry skin").  Returns 1 after a reason. */
 static int check_other_fields(ctx *x)
 {
-    if (judge_lexicon_negation(x->j->lex, x->j->md, x->lc)) return 0;
-    const char *key, *ev = NULL;
-    json_t *vals;
+    const char *ev = NULL, *last_key = NULL, *got = NULL;
+    char gotb[128];
+    int negation = -1, found = 0;
     sbuf evb;
-    json_object_foreach(x->j->vocab, key, vals) {
-        char got[128];
-        if (fact_of(x->t, key) || !tool_field(x, key, got, sizeof got)) continue;
-        size_t i;
-        json_t *v;
-        json_array_foreach(vals, i, v) {
-            const char *o = json_string_value(v);
-            /* a cheap test first: a word of 4+ letters of o in the reply */
-            const char *w = o;
-            while (*w && !(isalpha((unsigned char)w[0]) && isalpha((unsigned char)w[1]))) w++;
-            char first[24];
-            size_t n = 0;
-            while (isalnum((unsigned char)w[n]) && n < sizeof first - 1) { first[n] = w[n]; n++; }
-            first[n] = 0;
-            if (n < 2 || !strcasestr(x->reply, first) || !strcasecmp(o, got)) continue;
-            /* its words that no tool result holds (not the product's
-             * name: "Cotton" of a mug's), all in one sentence */
-            if (!ev) {
-                sbuf_init(&evb);
-                size_t a;
-                json_t *e;
-                json_array_foreach(json_object_get(x->rec, "evidence"), a, e)
-                    if (json_string_value(e)) { sbuf_puts(&evb, json_string_value(e)); sbuf_puts(&evb, " "); }
-                ev = evb.s ? evb.s : "";
-            }
-            if (!in_evidence(x, o) && words_in_a_sentence(x, o, ev)) {
-                reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply says %s, the tools say %s", key, o, got);
-                if (ev) sbuf_free(&evb);
-                return 1;
-            }
+    for (size_t i = 0; i < x->j->nvw && !found; i++) {
+        const struct vocab_word *w = &x->j->vw[i];
+        if (!w->first[0] || !w->first[1] || !strstr(x->lc, w->first)) continue;
+        if (w->key != last_key) {
+            last_key = w->key;
+            got = fact_of(x->t, w->key) ? NULL : tool_field(x, w->key, gotb, sizeof gotb);
+        }
+        if (!got || !strcasecmp(w->val, got)) continue;
+        if (negation < 0) negation = judge_lexicon_negation(x->j->lex, x->j->md, x->lc);
+        if (negation) break;
+        /* its words that no tool result holds (not the product's name:
+         * "Cotton" of a mug's), all in one sentence */
+        if (!ev) {
+            sbuf_init(&evb);
+            size_t a;
+            json_t *e;
+            json_array_foreach(json_object_get(x->rec, "evidence"), a, e)
+                if (json_string_value(e)) { sbuf_puts(&evb, json_string_value(e)); sbuf_puts(&evb, " "); }
+            ev = evb.s ? evb.s : "";
+        }
+        if (!in_evidence(x, w->val) && words_in_a_sentence(x, w->val, ev)) {
+            reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply says %s, the tools say %s", w->key, w->val, got);
+            found = 1;
         }
     }
     if (ev) sbuf_free(&evb);
-    return 0;
+    return found;
 }
 
 /* The world's value of a string fact of the task's product (a spec, the
