@@ -24,7 +24,9 @@ struct judge_lexicon {
     int         nfam;
     pcre2_code *list[LEX_NLISTS];
     pcre2_code *negation;
-    pcre2_code *any_claim;    /* every family's patterns in one: most replies claim nothing */
+    /* every family's patterns in two searches, those that start at a word
+     * boundary and the others: most replies claim nothing */
+    pcre2_code *any_claim[2];
     char       *arith[LEX_MAX_WORDS];
     int         narith;
     struct { char *w; double v; } nw[LEX_MAX_WORDS];
@@ -104,10 +106,13 @@ static void load(void)
     size_t i;
     const char *k;
     json_t *v;
-    json_t *all = json_array();
+    json_t *all[2] = { json_array(), json_array() };
     json_object_foreach(json_object_get(d, "families"), k, v) {
         if (L->nfam == LEX_MAX_FAMILIES) break;
-        json_array_extend(all, json_object_get(v, "patterns"));
+        size_t a;
+        json_t *pt;
+        json_array_foreach(json_object_get(v, "patterns"), a, pt)
+            json_array_append(all[!(json_is_string(pt) && !strncmp(json_string_value(pt), "\\b", 2))], pt);
         family *f = &L->fam[L->nfam];
         const char *code = json_string_value(json_object_get(v, "code"));
         const char *comp = json_string_value(json_object_get(v, "component"));
@@ -117,8 +122,10 @@ static void load(void)
         L->nfam++;
         if (!(f->re = compile_list(json_object_get(v, "patterns"), k))) bad = 1;
     }
-    if (!(L->any_claim = compile_list(all, "families"))) bad = 1;
-    json_decref(all);
+    for (int k = 0; k < 2; k++) {
+        if (json_array_size(all[k]) && !(L->any_claim[k] = compile_list(all[k], "families"))) bad = 1;
+        json_decref(all[k]);
+    }
     static const char *const lists[LEX_NLISTS] = { "fault_honest", "success_claim", "decline", "invented_fault",
                                                         "general_knowledge", "greeting", "affirm", "quality" };
     for (int i = 0; i < LEX_NLISTS; i++)
@@ -191,7 +198,10 @@ int judge_lexicon_claim(const judge_lexicon *L, pcre2_match_data *md, const char
 {
     if (!L || !text) return -1;
     /* no family matches anywhere, negated or not: one search, not one a family */
-    if (L->any_claim && pcre2_match(L->any_claim, (PCRE2_SPTR)text, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) < 0) return -1;
+    int any = 0;
+    for (int k = 0; k < 2 && !any; k++)
+        any = !L->any_claim[k] || pcre2_match(L->any_claim[k], (PCRE2_SPTR)text, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0;
+    if (!any) return -1;
     for (int i = 0; i < L->nfam; i++)
         if (search(L, L->fam[i].re, md, text, 1, what, wn)) return i;
     return -1;
