@@ -1425,6 +1425,12 @@ static int stock_words(const char *scope)
  * nonzero return, which it returns. */
 static int each_stock_said(ctx *x, const json_t *variants, int (*f)(ctx *, const char *, int))
 {
+    /* most replies say nothing of stock: no clause to read */
+    static const char *const cue[] = { " stock ", " left ", " available ", " unavailable ", " sold ", " gone ", " plenty ",
+                                       " have ", " got it ", " lots " };
+    int any = 0;
+    for (size_t k = 0; k < sizeof cue / sizeof cue[0] && !any; k++) any = strstr(x->tf, cue[k]) != NULL;
+    if (!any) return 0;
     const char *r = x->reply;
     int rc = 0;
     while (*r && !rc) {
