@@ -1600,6 +1600,18 @@ static int states_topic_sibling(ctx *x, const char *key)
     return 0;
 }
 
+/* A condition a tool gave (a return condition: "no returns once
+ * opened", "unused, in the original box") waived by the reply ("opened or
+ * not, you can send it back").  Returns 1 after a reason. */
+static int check_waiver(ctx *x)
+{
+    char cond[128], what[96];
+    if (!tool_field(x, "condition", cond, sizeof cond)
+        || !judge_lexicon_has(x->j->lex, x->j->md, LEX_WAIVER, x->reply, what, sizeof what)) return 0;
+    reason(x, "fact_wrong", JUDGE_ACCURACY, "return_condition: the reply says '%s', the tools say %s", what, cond);
+    return 1;
+}
+
 /* Checks every gold fact; returns how many were stated right. */
 static int check_facts(ctx *x, const rnum *nums, int nn)
 {
@@ -1666,6 +1678,7 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
     if (!wrong) wrong += check_coupon_terms(x, nums, nn, &owed);
     if (!wrong) wrong += check_dates(x);
     if (!wrong) wrong += check_variant_stock(x);
+    if (!wrong) wrong += check_waiver(x);
     /* What the viewer was served: nothing when every fact is missing or
      * the answer is wrong; part when some are (the missing facts'
      * reasons carry no deduction of their own). */

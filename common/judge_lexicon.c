@@ -127,7 +127,7 @@ static void load(void)
         json_decref(all[k]);
     }
     static const char *const lists[LEX_NLISTS] = { "fault_honest", "success_claim", "decline", "invented_fault",
-                                                        "general_knowledge", "greeting", "affirm", "quality" };
+                                                        "general_knowledge", "greeting", "affirm", "quality", "waiver" };
     for (int i = 0; i < LEX_NLISTS; i++)
         if (!(L->list[i] = compile_list(json_object_get(d, lists[i]), lists[i]))) bad = 1;
     if (!(L->negation = compile_list(json_object_get(d, "negation"), "negation"))) bad = 1;
@@ -229,7 +229,7 @@ int judge_lexicon_has(const judge_lexicon *L, pcre2_match_data *md, int list, co
 {
     if (!L || !text || list < 0 || list >= LEX_NLISTS) return 0;
     int check_neg = list == LEX_SUCCESS_CLAIM || list == LEX_INVENTED_FAULT || list == LEX_GENERAL || list == LEX_AFFIRM
-                    || list == LEX_QUALITY;
+                    || list == LEX_QUALITY || list == LEX_WAIVER;
     return search(L, L->list[list], md, text, check_neg, what, wn);
 }
 

@@ -24,7 +24,7 @@ typedef struct judge_lexicon judge_lexicon;
 
 /* Pattern lists other than the claim families. */
 enum { LEX_FAULT_HONEST, LEX_SUCCESS_CLAIM, LEX_DECLINE, LEX_INVENTED_FAULT, LEX_GENERAL, LEX_GREETING, LEX_AFFIRM,
-       LEX_QUALITY, LEX_NLISTS };
+       LEX_QUALITY, LEX_WAIVER, LEX_NLISTS };
 
 const judge_lexicon *judge_lexicon_get(void);
 

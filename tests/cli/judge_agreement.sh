@@ -47,6 +47,6 @@ floors() {
 # floors are what it reached, less rounding.  A blind set (heldout3) is
 # what measures the judge now.
 floors dev 125 100 0.99 100 100
-floors heldout 128 100 0.99 99.2 100
+floors heldout 128 100 0.99 100 100
 floors heldout2 158 98.7 0.96 98.1 98.1
 rm -rf "$T"

@@ -1496,6 +1496,23 @@ static void test_claim_requests(void)
     json_decref(t);
 }
 
+
+/* A condition the tool gave, waived by the reply, is wrong. */
+static void test_condition_waived(void)
+{
+    json_t *msgs, *t = task_where("returns", NULL, &msgs);
+    if (!t) { CHECK(0); return; }
+    judge_verdict v;
+    judge_score(J, t, H, msgs, &v);
+    CHECK(v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s %g days, and even if it's used that's fine", nick(t), fact_num(t, "return_days"));
+    CHECK(has_reason(&v, "fact_wrong") && v.score[JUDGE_ACCURACY] == 0 && !v.pass);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
 int main(void)
 {
     setup();
@@ -1534,6 +1551,7 @@ int main(void)
     RUN(test_variant_stock_bound);
     RUN(test_size_first_and_ranges);
     RUN(test_claim_requests);
+    RUN(test_condition_waived);
     RUN(test_unservable_request);
     RUN(test_patterns_earn_no_grpo_reward);
     RUN(test_teacher_full_marks);
