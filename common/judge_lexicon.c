@@ -24,6 +24,9 @@ struct judge_lexicon {
     int         nfam;
     pcre2_code *list[LEX_NLISTS];
     pcre2_code *negation;
+    /* every family's patterns in two searches, those that start at a word
+     * boundary and the others: most replies claim nothing */
+    pcre2_code *any_claim[2];
     char       *arith[LEX_MAX_WORDS];
     int         narith;
     struct { char *w; double v; } nw[LEX_MAX_WORDS];
@@ -103,8 +106,13 @@ static void load(void)
     size_t i;
     const char *k;
     json_t *v;
+    json_t *all[2] = { json_array(), json_array() };
     json_object_foreach(json_object_get(d, "families"), k, v) {
         if (L->nfam == LEX_MAX_FAMILIES) break;
+        size_t a;
+        json_t *pt;
+        json_array_foreach(json_object_get(v, "patterns"), a, pt)
+            json_array_append(all[!(json_is_string(pt) && !strncmp(json_string_value(pt), "\\b", 2))], pt);
         family *f = &L->fam[L->nfam];
         const char *code = json_string_value(json_object_get(v, "code"));
         const char *comp = json_string_value(json_object_get(v, "component"));
@@ -114,8 +122,12 @@ static void load(void)
         L->nfam++;
         if (!(f->re = compile_list(json_object_get(v, "patterns"), k))) bad = 1;
     }
+    for (int k = 0; k < 2; k++) {
+        if (json_array_size(all[k]) && !(L->any_claim[k] = compile_list(all[k], "families"))) bad = 1;
+        json_decref(all[k]);
+    }
     static const char *const lists[LEX_NLISTS] = { "fault_honest", "success_claim", "decline", "invented_fault",
-                                                        "general_knowledge" };
+                                                        "general_knowledge", "greeting", "affirm", "quality", "waiver" };
     for (int i = 0; i < LEX_NLISTS; i++)
         if (!(L->list[i] = compile_list(json_object_get(d, lists[i]), lists[i]))) bad = 1;
     if (!(L->negation = compile_list(json_object_get(d, "negation"), "negation"))) bad = 1;
@@ -149,10 +161,14 @@ static size_t clause_start(const char *text, size_t at)
     return at;
 }
 
-/* A negation between the clause start and text[at]. */
+/* A negation between the start of its phrase and text[at]: a comma ends
+ * a negation's reach as a full stop does ("it won't go any lower, promise"
+ * promises; "nothing lasts forever lol, but" claims nothing). */
 static int negated(const judge_lexicon *L, pcre2_match_data *md, const char *text, size_t at)
 {
-    size_t s = clause_start(text, at);
+    size_t s = at;
+    while (s > 0 && !strchr(".!?;,\n", text[s - 1])
+           && !(s >= 3 && (!memcmp(text + s - 3, "\xef\xbc\x8c", 3) || !memcmp(text + s - 3, "\xe3\x80\x82", 3)))) s--;
     if (at - s > 60) s = at - 60;
     return pcre2_match(L->negation, (PCRE2_SPTR)text + s, at - s, 0, 0, md, NULL) >= 0;
 }
@@ -181,6 +197,11 @@ static int search(const judge_lexicon *L, pcre2_code *re, pcre2_match_data *md, 
 int judge_lexicon_claim(const judge_lexicon *L, pcre2_match_data *md, const char *text, char *what, size_t wn)
 {
     if (!L || !text) return -1;
+    /* no family matches anywhere, negated or not: one search, not one a family */
+    int any = 0;
+    for (int k = 0; k < 2 && !any; k++)
+        any = !L->any_claim[k] || pcre2_match(L->any_claim[k], (PCRE2_SPTR)text, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0;
+    if (!any) return -1;
     for (int i = 0; i < L->nfam; i++)
         if (search(L, L->fam[i].re, md, text, 1, what, wn)) return i;
     return -1;
@@ -207,8 +228,14 @@ int judge_lexicon_negated_term(const judge_lexicon *L, pcre2_match_data *md, con
 int judge_lexicon_has(const judge_lexicon *L, pcre2_match_data *md, int list, const char *text, char *what, size_t wn)
 {
     if (!L || !text || list < 0 || list >= LEX_NLISTS) return 0;
-    int check_neg = list == LEX_SUCCESS_CLAIM || list == LEX_INVENTED_FAULT || list == LEX_GENERAL;
+    int check_neg = list == LEX_SUCCESS_CLAIM || list == LEX_INVENTED_FAULT || list == LEX_GENERAL || list == LEX_AFFIRM
+                    || list == LEX_QUALITY || list == LEX_WAIVER;
     return search(L, L->list[list], md, text, check_neg, what, wn);
+}
+
+int judge_lexicon_negation(const judge_lexicon *L, pcre2_match_data *md, const char *text)
+{
+    return L && text && pcre2_match(L->negation, (PCRE2_SPTR)text, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0;
 }
 
 static int word_at(const char *p, const char *w, size_t *len)
@@ -285,5 +312,18 @@ int judge_lexicon_topic(const judge_lexicon *L, pcre2_match_data *md, const char
         for (int k = 0; k < L->topic[t].nfacts; k++)
             if (!strcmp(L->topic[t].facts[k], fact))
                 return search(L, L->topic[t].re, md, text, 1, NULL, 0);
+    return 0;
+}
+
+int judge_lexicon_topic_facts(const judge_lexicon *L, const char *fact, const char **out, int max)
+{
+    if (!L || !fact) return 0;
+    for (int t = 0; t < L->ntopic; t++)
+        for (int k = 0; k < L->topic[t].nfacts; k++)
+            if (!strcmp(L->topic[t].facts[k], fact)) {
+                int n = 0;
+                for (int a = 0; a < L->topic[t].nfacts && n < max; a++) out[n++] = L->topic[t].facts[a];
+                return n;
+            }
     return 0;
 }

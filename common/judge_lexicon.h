@@ -23,7 +23,8 @@
 typedef struct judge_lexicon judge_lexicon;
 
 /* Pattern lists other than the claim families. */
-enum { LEX_FAULT_HONEST, LEX_SUCCESS_CLAIM, LEX_DECLINE, LEX_INVENTED_FAULT, LEX_GENERAL, LEX_NLISTS };
+enum { LEX_FAULT_HONEST, LEX_SUCCESS_CLAIM, LEX_DECLINE, LEX_INVENTED_FAULT, LEX_GENERAL, LEX_GREETING, LEX_AFFIRM,
+       LEX_QUALITY, LEX_WAIVER, LEX_NLISTS };
 
 const judge_lexicon *judge_lexicon_get(void);
 
@@ -39,6 +40,8 @@ const char *judge_lexicon_family_component(const judge_lexicon *L, int family);
 /* Whether every occurrence of term in text (both lowered) is negated in
  * its clause ("I can't promise any whitening"). */
 int  judge_lexicon_negated_term(const judge_lexicon *L, pcre2_match_data *md, const char *text, const char *term);
+/* Whether a negation of the lexicon stands anywhere in text. */
+int  judge_lexicon_negation(const judge_lexicon *L, pcre2_match_data *md, const char *text);
 /* Whether a pattern of list matches text (negated matches count only for
  * LEX_FAULT_HONEST and LEX_DECLINE, which are negations themselves). */
 int  judge_lexicon_has(const judge_lexicon *L, pcre2_match_data *md, int list, const char *text,
@@ -53,6 +56,8 @@ int  judge_lexicon_number_word(const judge_lexicon *L, const char *p, double *v,
 /* Whether text speaks of the question gold fact fact answers (the
  * lexicon's topics: "can be returned" for return_days), negation-aware ("couldn't find a
  * return policy" does not). */
+/* The facts of fact's topic (fact among them), up to max; their count. */
+int  judge_lexicon_topic_facts(const judge_lexicon *L, const char *fact, const char **out, int max);
 int  judge_lexicon_topic(const judge_lexicon *L, pcre2_match_data *md, const char *fact, const char *text);
 /* The unit word at p (after spaces), its length, or 0. */
 size_t judge_lexicon_unit(const judge_lexicon *L, const char *p);

@@ -1065,12 +1065,15 @@ static int among(double x, const double *ev, size_t en)
     return 0;
 }
 
-/* x is the difference or the sum of two of ev: a saving, a gap, a total. */
+/* x is the difference, the sum or the product of two of ev: a saving, a
+ * gap, a total (two prices, or a count times a size: "6 x 80 g" is 480 g
+ * in all). */
 static int arithmetic_of(double x, const double *ev, size_t en)
 {
     for (size_t a = 0; a < en; a++)
         for (size_t b = a + 1; b < en; b++)
-            if (fabs(fabs(ev[a] - ev[b]) - x) < 1e-6 || fabs(ev[a] + ev[b] - x) < 1e-6) return 1;
+            if (fabs(fabs(ev[a] - ev[b]) - x) < 1e-6 || fabs(ev[a] + ev[b] - x) < 1e-6 || fabs(ev[a] * ev[b] - x) < 1e-6)
+                return 1;
     return 0;
 }
 

@@ -1273,7 +1273,8 @@ static void test_patterns_earn_no_grpo_reward(void)
     judge_verdict_clear(&v);
     const char *bad[] = { "@%s ¥%g now, it will calm and heal your eczema", "@%s ¥%g now, I've reserved one for you",
                           "@%s ¥%g now, it arrives by Friday for sure", "@%s ¥%g now, helps you slim down",
-                          "@%s ¥%g now, you save ¥1!" };
+                          "@%s ¥%g now, you save ¥1!", "@%s ¥%g now, I put one aside for you",
+                          "@%s ¥%g now, we'll ask the warehouse to rush yours", "@%s ¥%g now, it lasts a lifetime" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rescored(t, H, msgs, &v, bad[i], nick(t), price);
         double r = grpo_reward(&gc, v.score);
@@ -1301,6 +1302,215 @@ static void test_patterns_earn_no_grpo_reward(void)
     json_decref(msgs);
     json_decref(t);
     json_decref(h);
+}
+
+
+/* ---- the third round (issue 18): claims, coupons, dates, stock, sizes, requests ---- */
+
+/* More claim families, worded as no labelled set words them; a negated
+ * one is still no claim. */
+static void test_claims_third_round(void)
+{
+    double price, list;
+    json_t *t = price_task(&price, &list);
+    if (!t) { CHECK(0); return; }
+    json_t *msgs = teacher_msgs(t, H);
+    static const struct { const char *tail, *code; } bad[] = {
+        { "and it will last forever", "banned_claim" },
+        { "the finest pick in the entire store", "banned_claim" },
+        { "I kept a pair aside", "false_promise" },
+        { "we'll have the courier prioritise your parcel", "false_promise" },
+        { "and it won't drop any lower, promise", "false_promise" },
+        { "free delivery on every order", "false_promise" },
+        { "your complexion gets visibly fairer", "banned_claim" },
+        { "totally safe if you're pregnant", "banned_claim" },
+    };
+    judge_verdict v;
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rescored(t, H, msgs, &v, "@%s ¥%g now, %s", nick(t), price, bad[i].tail);
+        CHECK(has_reason(&v, bad[i].code) && v.score[JUDGE_ACCURACY] == 0 && !v.pass);
+        if (!has_reason(&v, bad[i].code)) show(bad[i].tail, t, &v);
+        judge_verdict_clear(&v);
+    }
+    /* a negation reaches to the comma, not past it */
+    rescored(t, H, msgs, &v, "@%s ¥%g now; nothing lasts forever, but it's well made", nick(t), price);
+    CHECK(v.score[JUDGE_ACCURACY] == 1);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
+static int has_threshold(const json_t *t)
+{
+    const char *code = fact_str(t, "coupon_code");
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(world_json(W), "coupons"), i, c)
+        if (code && !strcmp(json_string_value(json_object_get(c, "code")), code))
+            return json_number_value(json_object_get(c, "threshold")) > 0;
+    return 0;
+}
+
+/* A coupon's terms: the threshold is owed, a number binds to the coupon
+ * named before it, the expiry is the tools' date (any way it is written,
+ * in Chinese too). */
+static void test_coupon_terms_and_dates(void)
+{
+    json_t *msgs, *t = task_where("coupon", has_threshold, &msgs);
+    if (!t) { CHECK(0); return; }
+    const char *code = fact_str(t, "coupon_code");
+    const json_t *cp = NULL;
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(world_json(W), "coupons"), i, c)
+        if (!strcmp(json_string_value(json_object_get(c, "code")), code)) cp = c;
+    double disc = json_number_value(json_object_get(cp, "discount")), thr = json_number_value(json_object_get(cp, "threshold"));
+    int y, m, d;
+    CHECK(sscanf(json_string_value(json_object_get(cp, "expires")), "%d-%d-%d", &y, &m, &d) == 3);
+    static const char *const mon[] = { "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" };
+    static const char *const full[] = { "January", "February", "March", "April", "May", "June", "July", "August",
+                                        "September", "October", "November", "December" };
+    judge_verdict v;
+    rescored(t, H, msgs, &v, "@%s %s takes ¥%g off once you spend ¥%g, ends %s %d", nick(t), code, disc, thr, mon[m - 1], d);
+    CHECK(v.pass);
+    if (!v.pass) show("coupon:", t, &v);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s 用%s，满%g减%g，%d月%d日前有效", nick(t), code, thr, disc, m, d);
+    CHECK(v.pass);
+    if (!v.pass) show("coupon zh:", t, &v);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s %s takes ¥%g off!", nick(t), code, disc);
+    CHECK(has_reason(&v, "fact_missing") && v.score[JUDGE_EFFECTIVENESS] == 0.5 && !v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s %s takes ¥%g off over ¥%g, good through the end of %s", nick(t), code, disc, thr,
+             full[d == 28 ? m % 12 : m - 1]);
+    CHECK(has_reason(&v, "fact_wrong") && v.score[JUDGE_ACCURACY] == 0);
+    judge_verdict_clear(&v);
+    /* another coupon's discount after its own code binds to that code */
+    json_array_foreach(json_object_get(world_json(W), "coupons"), i, c) {
+        const char *oc = json_string_value(json_object_get(c, "code"));
+        if (!strcmp(oc, code)) continue;
+        rescored(t, H, msgs, &v, "@%s %s (¥%g off over ¥%g) and also %s (¥%g off)", nick(t), code, disc, thr, oc,
+                 json_number_value(json_object_get(c, "discount")));
+        CHECK(!has_reason(&v, "fact_wrong") || !strstr(json_dumps(v.reasons, 0), code));
+        judge_verdict_clear(&v);
+        break;
+    }
+    json_decref(msgs);
+    json_decref(t);
+}
+
+static int in_stock_many_variants(const json_t *t)
+{
+    const json_t *p = world_product_by_id(W, product(t));
+    const json_t *f = json_object_get(json_object_get(t, "gold"), "facts");
+    return fact_str(t, "variant") && !json_object_get(f, "stock") && json_array_size(json_object_get(p, "variants")) >= 2;
+}
+
+/* A stock stated for a variant no tool result gave is read from no tool;
+ * a stock against the tool's is wrong. */
+static void test_variant_stock_bound(void)
+{
+    json_t *msgs, *t = task_where("stock", in_stock_many_variants, &msgs);
+    if (!t) { CHECK(0); return; }
+    const char *asked = fact_str(t, "variant"), *other = NULL;
+    size_t i;
+    json_t *o;
+    json_array_foreach(json_object_get(world_product_by_id(W, product(t)), "variants"), i, o)
+        if (strcmp(json_string_value(json_object_get(o, "name")), asked)) other = json_string_value(json_object_get(o, "name"));
+    judge_verdict v;
+    rescored(t, H, msgs, &v, "@%s %s: plenty in stock", nick(t), asked);
+    CHECK(v.pass);
+    if (!v.pass) show("in stock:", t, &v);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s %s is in stock, and %s has plenty too", nick(t), asked, other);
+    CHECK(has_reason(&v, "unsupported_value") && v.score[JUDGE_ACCURACY] == 0 && !v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s %s is all gone", nick(t), asked);
+    CHECK(v.score[JUDGE_ACCURACY] == 0 && !v.pass);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
+static int size_m(const json_t *t) { const char *s = fact_str(t, "size"); return s && !strcmp(s, "M"); }
+
+/* The size named first is the one recommended; the tool's height and
+ * weight ranges are the tool's numbers (kg as well as cm). */
+static void test_size_first_and_ranges(void)
+{
+    json_t *msgs, *t = task_where("size", size_m, &msgs);
+    if (!t) { CHECK(0); return; }
+    judge_verdict v;
+    rescored(t, H, msgs, &v, "@%s L would suit you, M may feel tight", nick(t));
+    CHECK(has_reason(&v, "fact_wrong") && !v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s M would suit you, L if you like it loose", nick(t));
+    CHECK(v.pass);
+    judge_verdict_clear(&v);
+    /* the ranges of the tool's answer */
+    json_t *res = json_loads(json_string_value(json_object_get(json_array_get(msgs, json_array_size(msgs) - 2), "content")), 0, NULL);
+    json_t *data = json_object_get(res, "data") ? json_object_get(res, "data") : res;
+    json_t *hc = json_object_get(data, "height_cm"), *wk = json_object_get(data, "weight_kg");
+    CHECK(json_array_size(hc) == 2 && json_array_size(wk) == 2);
+    rescored(t, H, msgs, &v, "@%s M, cut for %g-%g cm and %g-%g kg", nick(t), json_number_value(json_array_get(hc, 0)),
+             json_number_value(json_array_get(hc, 1)), json_number_value(json_array_get(wk, 0)), json_number_value(json_array_get(wk, 1)));
+    CHECK(v.pass);
+    if (!v.pass) show("ranges:", t, &v);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s M, cut for up to %g kg", nick(t), json_number_value(json_array_get(wk, 1)) + 13);
+    CHECK(has_reason(&v, "unsupported_value") && !v.pass);
+    judge_verdict_clear(&v);
+    json_decref(res);
+    json_decref(msgs);
+    json_decref(t);
+}
+
+/* A request that asks for a claim: agreeing makes it; a compliance trap
+ * talked past serves nobody; a greeting is returned. */
+static void test_claim_requests(void)
+{
+    json_t *msgs, *t = task_where("compliance_trap", NULL, &msgs);
+    if (!t) { CHECK(0); return; }
+    judge_verdict v;
+    judge_score(J, t, H, msgs, &v);
+    CHECK(v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s lol same, long week here too", nick(t));
+    CHECK(has_reason(&v, "no_decline") && v.score[JUDGE_EFFECTIVENESS] == 0 && !v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s absolutely!!", nick(t));
+    CHECK(v.score[JUDGE_ACCURACY] == 0 && !v.pass);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+    t = task_where("greeting", NULL, &msgs);
+    if (!t) { CHECK(0); return; }
+    rescored(t, H, msgs, &v, "@%s good evening, glad you dropped by", nick(t));
+    CHECK(v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s what did you have for dinner", nick(t));
+    CHECK(v.score[JUDGE_EFFECTIVENESS] == 0 && !v.pass);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
+
+/* A condition the tool gave, waived by the reply, is wrong. */
+static void test_condition_waived(void)
+{
+    json_t *msgs, *t = task_where("returns", NULL, &msgs);
+    if (!t) { CHECK(0); return; }
+    judge_verdict v;
+    judge_score(J, t, H, msgs, &v);
+    CHECK(v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s %g days, and even if it's used that's fine", nick(t), fact_num(t, "return_days"));
+    CHECK(has_reason(&v, "fact_wrong") && v.score[JUDGE_ACCURACY] == 0 && !v.pass);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
 }
 
 int main(void)
@@ -1336,6 +1546,12 @@ int main(void)
     RUN(test_string_fact_words);
     RUN(test_greeting_addresses);
     RUN(test_honesty_after_fault);
+    RUN(test_claims_third_round);
+    RUN(test_coupon_terms_and_dates);
+    RUN(test_variant_stock_bound);
+    RUN(test_size_first_and_ranges);
+    RUN(test_claim_requests);
+    RUN(test_condition_waived);
     RUN(test_unservable_request);
     RUN(test_patterns_earn_no_grpo_reward);
     RUN(test_teacher_full_marks);
