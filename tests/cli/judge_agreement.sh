@@ -3,16 +3,16 @@
 # as well as it did when the checks were last changed, minus a margin for
 # rounding: pass vs acceptable (agreement and Cohen's kappa), accuracy
 # and effectiveness agreement, on dev, heldout and heldout2 (all three
-# read and tuned on by issue 18's third round).  The figures reached are
+# read and tuned on by issue 18's third round) and heldout3 (blind).  The figures reached are
 # in judge(1) and the README.
 . "$HAT_TOP/tests/cli/lib.sh"
 T=$(mktmp)
 H="$HAT_TOP/tests/fixtures/judge/human"
 need "$H/world.json" "$H/harness.json" "$H/dev.traj.jsonl" "$H/heldout.labels.jsonl"
 
-# agreement PART: "pass_agree pass_kappa acc_agree eff_agree n" (percent, kappa)
+# agreement PART [WORLD]: "pass_agree pass_kappa acc_agree eff_agree n" (percent, kappa)
 agreement() {
-    judge --world "$H/world.json" --tasks "$H/$1.tasks.jsonl" --harness "$H/harness.json" \
+    judge --world "$H/${2:-world.json}" --tasks "$H/$1.tasks.jsonl" --harness "$H/harness.json" \
         -o "$T/$1.v.jsonl" "$H/$1.traj.jsonl" || return 1
     jq -n -r --slurpfile l "$H/$1.labels.jsonl" --slurpfile v "$T/$1.v.jsonl" '
         ($v | map({(.id): .}) | add) as $j
@@ -32,10 +32,10 @@ at_least() {
     if awk -v v="$2" -v f="$3" 'BEGIN { exit !(v + 1e-9 >= f) }'; then pass "$1 ($2 >= $3)"; else flunk "$1" "$2 < $3"; fi
 }
 
-# floors PART N PASS KAPPA ACC EFF: every case judged, each figure at least its floor
+# floors PART N PASS KAPPA ACC EFF [WORLD]: every case judged, each figure at least its floor
 floors() {
-    part=$1 n=$2 fp=$3 fk=$4 fa=$5 fe=$6
-    set -- $(agreement "$part")
+    part=$1 n=$2 fp=$3 fk=$4 fa=$5 fe=$6 world=${7:-world.json}
+    set -- $(agreement "$part" "$world")
     [ "${5:-0}" -eq "$n" ] && pass "$part: every case judged" || flunk "$part: every case judged" "${5:-none}"
     at_least "$part pass agreement %" "$1" "$fp"
     at_least "$part pass kappa" "$2" "$fk"
@@ -44,9 +44,11 @@ floors() {
 }
 # The third round (issue 18) tuned on all three sets (heldout2 had been
 # scored blind once, after the second round: 82.3, 0.59, 77.8, 81.6); the
-# floors are what it reached, less rounding.  A blind set (heldout3) is
-# what measures the judge now.
+# floors are what it reached, less rounding.  heldout3 (its own world)
+# was scored once, blind, after the third round: 86.9, 0.68, 86.9, 81.7;
+# its floors keep that from falling (it is not to be tuned on).
 floors dev 125 100 0.99 100 100
 floors heldout 128 100 0.99 100 100
 floors heldout2 158 98.7 0.96 98.1 98.1
+floors heldout3 175 86.8 0.67 86.8 81.7 world3.json
 rm -rf "$T"

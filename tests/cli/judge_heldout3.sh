@@ -1,0 +1,104 @@
+# judge_heldout3.sh — the third blind held-out part of the human-labelled judge
+# set (tests/fixtures/judge/human/heldout3.*) stays well-formed and reproducible,
+# without running the judge on it: one label per trajectory, labels in range,
+# the eight kinds, a task for every trajectory, its own world (world3.json), the
+# fresh harness (harness3/) it was partly written under, every line renders
+# under its own harness, some requests are served by no tool, and
+# src/heldout3.material.sh + src/build.py rebuild the three files byte for byte.
+# Scoring it is left to whoever measures the judge (the set's README).
+. "$HAT_TOP/tests/cli/lib.sh"
+T=$(mktmp)
+H="$HAT_TOP/tests/fixtures/judge/human"
+need "$H/harness.json" "$H/world3.json" "$H/harness3/harness.json" \
+     "$H/heldout3.traj.jsonl" "$H/heldout3.labels.jsonl" "$H/heldout3.tasks.jsonl" \
+     "$H/src/heldout3.cases.txt" "$H/src/heldout3.material.sh" "$H/src/build.py"
+for f in traj labels tasks; do
+    ok "heldout3.$f.jsonl parses" jq -e . "$H/heldout3.$f.jsonl"
+done
+jq -r .id "$H/heldout3.traj.jsonl" >"$T/ids"
+jq -r .id "$H/heldout3.labels.jsonl" >"$T/lids"
+same "one label per trajectory, same ids in the same order" "$T/ids" "$T/lids"
+cnt=$(grep -c . "$T/ids")
+[ "$cnt" -ge 160 ] && pass "at least 160 cases" || flunk "at least 160 cases" "$cnt"
+[ "$(grep -c '^=== src=' "$H/src/heldout3.cases.txt")" -eq "$cnt" ] && pass "one written case per trajectory" \
+    || flunk "one written case per trajectory"
+[ "$(sort -u "$T/ids" | grep -c .)" -eq "$cnt" ] && pass "ids unique" || flunk "ids unique"
+jq -c 'select((.id|test("^heldout3-[0-9]{3}$")|not)
+              or (.accuracy|IN(0,1)|not) or (.effectiveness|IN(0,0.5,1)|not)
+              or (.kind|IN("paraphrase","partial","wrong_fact","false_promise","off_topic",
+                           "format_break","tool_misuse","fault")|not)
+              or (.pass != (.accuracy==1 and .effectiveness==1))
+              or ((.comment|type) != "string") or (.comment == ""))' \
+    "$H/heldout3.labels.jsonl" >"$T/badlabels"
+[ ! -s "$T/badlabels" ] && pass "labels well-formed" || flunk "labels well-formed" "$(head -c 300 "$T/badlabels")"
+# the mix: every kind 10 or more times, and both verdicts
+jq -r .kind "$H/heldout3.labels.jsonl" | sort | uniq -c | awk '$1 >= 10' | grep -c . >"$T/kinds"
+[ "$(cat "$T/kinds")" -eq 8 ] && pass "all eight kinds, 10 or more each" || flunk "all eight kinds, 10 or more each" "$(cat "$T/kinds")"
+np=$(jq -s 'map(select(.pass))|length' "$H/heldout3.labels.jsonl")
+[ "$np" -gt 0 ] && [ "$np" -lt "$cnt" ] && pass "both acceptable and unacceptable cases" || flunk "both verdicts" "$np of $cnt"
+# a reply the simulator held cannot have served the viewer (unless the hold was dropped as a known bug)
+nh=$(jq -s '[.[]|select(.sim_held and (.sim_held|test("hold dropped")|not) and .effectiveness != 0)]|length' "$H/heldout3.labels.jsonl")
+[ "$nh" -eq 0 ] && pass "held replies have effectiveness 0" || flunk "held replies have effectiveness 0" "$nh"
+# the tasks are those the trajectories answer, no more, no inline harness left
+jq -r .task_id "$H/heldout3.traj.jsonl" | sort >"$T/tids"
+jq -r .id "$H/heldout3.tasks.jsonl" | sort >"$T/tasks"
+same "a task for every trajectory and no other" "$T/tids" "$T/tasks"
+hasnt "tasks carry no inline harness" "$H/heldout3.tasks.jsonl" '"harness":'
+# new sources in a new world: no source trajectory of another part, world3 is
+# world-gen --seed 23 and not the other parts' world
+jq -r .meta.source "$H/dev.traj.jsonl" "$H/heldout.traj.jsonl" "$H/heldout2.traj.jsonl" | sort -u >"$T/old"
+jq -r .meta.source "$H/heldout3.traj.jsonl" | sort >"$T/new"
+[ -z "$(comm -12 "$T/old" "$T/new")" ] && pass "sources differ from dev, heldout and heldout2" || flunk "sources differ" "$(comm -12 "$T/old" "$T/new" | head -3)"
+[ "$(sort -u "$T/new" | grep -c .)" -eq "$cnt" ] && pass "one case per source" || flunk "one case per source"
+ok "world-gen --seed 23" world-gen --seed 23 -o "$T/w3.json"
+same "world3.json is world-gen --seed 23" "$H/world3.json" "$T/w3.json"
+if cmp -s "$H/world3.json" "$H/world.json"; then flunk "world3 is a new world"; else pass "world3 is a new world"; fi
+# well-formed (traj.jsonl(5)): starts with the viewer, every call answered by a tool
+# message, ends with a reply or the hook feedback after it
+jq -c 'select(.messages[0].role != "user"
+              or ([.messages[]|select(.role=="assistant")]|last|.tool_calls|length) > 0
+              or ([.messages[]|select(.role=="assistant")|.tool_calls|length]|add)
+                 != ([.messages[]|select(.role=="tool")]|length)
+              or (.messages|last|(.role=="assistant" or (.role=="user" and .hook))|not))|.id' \
+    "$H/heldout3.traj.jsonl" >"$T/badtraj"
+[ ! -s "$T/badtraj" ] && pass "trajectories well-formed" || flunk "trajectories well-formed" "$(head -5 "$T/badtraj")"
+ok "harness-render renders every line" harness-render --harness "$H/harness.json" -o "$T/r.jsonl" "$H/heldout3.traj.jsonl"
+[ "$(grep -c . "$T/r.jsonl")" -eq "$cnt" ] && pass "one rendering per case" || flunk "one rendering per case"
+# the fresh harness: lints, is canonical, and shares no text with the example harnesses
+ok "harness3 lints" harness-lint --strict "$H/harness3"
+ok "harness3 packs" harness-pack -o "$T/h3.json" "$H/harness3"
+ok "harness3 unpacks" harness-unpack -o "$T/h3dir" "$T/h3.json"
+ok "harness3 is in canonical form" diff -r "$H/harness3" "$T/h3dir"
+texts() { jq -r '[..|strings|select(length > 20)]|.[]' "$1" | sort -u; }
+texts "$T/h3.json" >"$T/t3"
+harness-pack "$HAT_TOP/examples/harness" >"$T/ex.json"
+harness-pack "$HAT_TOP/examples/harness-compact" >"$T/exc.json"
+{ texts "$T/ex.json"; texts "$T/exc.json"; } | sort -u >"$T/tex"
+[ -z "$(comm -12 "$T/t3" "$T/tex")" ] && pass "harness3 shares no text with examples/harness(-compact)" \
+    || flunk "harness3 shares text" "$(comm -12 "$T/t3" "$T/tex" | head -3)"
+n3=$(jq -s --slurpfile h "$T/h3.json" '[.[]|select(.harness == $h[0])]|length' "$H/heldout3.traj.jsonl")
+[ "$n3" -ge 50 ] && pass "50 or more cases under harness3 ($n3)" || flunk "50 or more cases under harness3" "$n3"
+# the inline harnesses (harness3, its HSA variants, examples/harness's HSA variants,
+# both with a tool taken out) lint clean
+jq -c 'select(.harness)|.harness' "$H/heldout3.traj.jsonl" | sort -u | split -l 1 - "$T/h."
+ni=0
+for h in "$T"/h.*; do ni=$((ni + 1)); mv "$h" "$h.json"; ok "inline harness $ni lints" harness-lint --strict "$h.json"; done
+[ "$ni" -ge 6 ] && pass "HSA and tool-less inline harnesses of both harnesses ($ni)" || flunk "inline harnesses" "$ni"
+nu=$(jq -s '[.[]|select(.harness and (.harness.tools|length) < 7)]|length' "$H/heldout3.traj.jsonl")
+[ "$nu" -ge 8 ] && pass "requests served by no tool ($nu)" || flunk "requests served by no tool" "$nu"
+# reproducible: the material script and build.py give the committed bytes
+if command -v python3 >/dev/null 2>&1; then
+    mkdir -p "$T/b/out"
+    cp "$H/world3.json" "$H/harness.json" "$T/b/"
+    cp "$H/src/heldout3.cases.txt" "$T/b/ho3.cases.txt"
+    if (cd "$T/b" && sh "$H/src/heldout3.material.sh" >material.log 2>&1 && python3 "$H/src/build.py" ho3 >build.log 2>&1); then
+        pass "material script and build.py run"
+    else
+        flunk "material script and build.py run" "$(tail -c 400 "$T/b/material.log" "$T/b/build.log" 2>/dev/null)"
+    fi
+    for f in traj labels tasks; do
+        same "build.py reproduces heldout3.$f.jsonl" "$H/heldout3.$f.jsonl" "$T/b/out/heldout3.$f.jsonl"
+    done
+else
+    skip "build.py reproduces heldout3" "no python3"
+fi
