@@ -8,33 +8,8 @@
 T=$(mktmp)
 H="$HAT_TOP/tests/fixtures/judge/human"
 need "$H/harness.json" "$H/heldout2.traj.jsonl" "$H/heldout2.labels.jsonl" "$H/heldout2.tasks.jsonl"
-for f in traj labels tasks; do
-    ok "heldout2.$f.jsonl parses" jq -e . "$H/heldout2.$f.jsonl"
-done
-jq -r .id "$H/heldout2.traj.jsonl" >"$T/ids"
-jq -r .id "$H/heldout2.labels.jsonl" >"$T/lids"
-same "one label per trajectory, same ids in the same order" "$T/ids" "$T/lids"
-cnt=$(grep -c . "$T/ids")
-[ "$cnt" -ge 128 ] && pass "at least 128 cases" || flunk "at least 128 cases" "$cnt"
-[ "$(sort -u "$T/ids" | grep -c .)" -eq "$cnt" ] && pass "ids unique" || flunk "ids unique"
-jq -c 'select((.id|test("^heldout2-[0-9]{3}$")|not)
-              or (.accuracy|IN(0,1)|not) or (.effectiveness|IN(0,0.5,1)|not)
-              or (.kind|IN("paraphrase","partial","wrong_fact","false_promise","off_topic",
-                           "format_break","tool_misuse","fault")|not)
-              or (.pass != (.accuracy==1 and .effectiveness==1))
-              or ((.comment|type) != "string") or (.comment == ""))' \
-    "$H/heldout2.labels.jsonl" >"$T/badlabels"
-[ ! -s "$T/badlabels" ] && pass "labels well-formed" || flunk "labels well-formed" "$(head -c 300 "$T/badlabels")"
-# every kind holds both some cases and, across the set, both verdicts
-jq -r .kind "$H/heldout2.labels.jsonl" | sort | uniq -c | awk '$1 >= 10' | grep -c . >"$T/kinds"
-[ "$(cat "$T/kinds")" -eq 8 ] && pass "all eight kinds, 10 or more each" || flunk "all eight kinds, 10 or more each" "$(cat "$T/kinds")"
-np=$(jq -s 'map(select(.pass))|length' "$H/heldout2.labels.jsonl")
-[ "$np" -gt 0 ] && [ "$np" -lt "$cnt" ] && pass "both acceptable and unacceptable cases" || flunk "both verdicts" "$np of $cnt"
-# the tasks are those the trajectories answer, no more, no inline harness left
-jq -r .task_id "$H/heldout2.traj.jsonl" | sort >"$T/tids"
-jq -r .id "$H/heldout2.tasks.jsonl" | sort >"$T/tasks"
-same "a task for every trajectory and no other" "$T/tids" "$T/tasks"
-hasnt "tasks carry no inline harness" "$H/heldout2.tasks.jsonl" '"harness":'
+. "$HAT_TOP/tests/cli/judge_set.inc"
+labelled_set heldout2 128
 # no source trajectory of dev or heldout is reused
 jq -r .meta.source "$H/dev.traj.jsonl" "$H/heldout.traj.jsonl" | sort -u >"$T/old"
 jq -r .meta.source "$H/heldout2.traj.jsonl" | sort >"$T/new"

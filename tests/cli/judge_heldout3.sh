@@ -12,38 +12,13 @@ H="$HAT_TOP/tests/fixtures/judge/human"
 need "$H/harness.json" "$H/world3.json" "$H/harness3/harness.json" \
      "$H/heldout3.traj.jsonl" "$H/heldout3.labels.jsonl" "$H/heldout3.tasks.jsonl" \
      "$H/src/heldout3.cases.txt" "$H/src/heldout3.material.sh" "$H/src/build.py"
-for f in traj labels tasks; do
-    ok "heldout3.$f.jsonl parses" jq -e . "$H/heldout3.$f.jsonl"
-done
-jq -r .id "$H/heldout3.traj.jsonl" >"$T/ids"
-jq -r .id "$H/heldout3.labels.jsonl" >"$T/lids"
-same "one label per trajectory, same ids in the same order" "$T/ids" "$T/lids"
-cnt=$(grep -c . "$T/ids")
-[ "$cnt" -ge 160 ] && pass "at least 160 cases" || flunk "at least 160 cases" "$cnt"
+. "$HAT_TOP/tests/cli/judge_set.inc"
+labelled_set heldout3 160
 [ "$(grep -c '^=== src=' "$H/src/heldout3.cases.txt")" -eq "$cnt" ] && pass "one written case per trajectory" \
     || flunk "one written case per trajectory"
-[ "$(sort -u "$T/ids" | grep -c .)" -eq "$cnt" ] && pass "ids unique" || flunk "ids unique"
-jq -c 'select((.id|test("^heldout3-[0-9]{3}$")|not)
-              or (.accuracy|IN(0,1)|not) or (.effectiveness|IN(0,0.5,1)|not)
-              or (.kind|IN("paraphrase","partial","wrong_fact","false_promise","off_topic",
-                           "format_break","tool_misuse","fault")|not)
-              or (.pass != (.accuracy==1 and .effectiveness==1))
-              or ((.comment|type) != "string") or (.comment == ""))' \
-    "$H/heldout3.labels.jsonl" >"$T/badlabels"
-[ ! -s "$T/badlabels" ] && pass "labels well-formed" || flunk "labels well-formed" "$(head -c 300 "$T/badlabels")"
-# the mix: every kind 10 or more times, and both verdicts
-jq -r .kind "$H/heldout3.labels.jsonl" | sort | uniq -c | awk '$1 >= 10' | grep -c . >"$T/kinds"
-[ "$(cat "$T/kinds")" -eq 8 ] && pass "all eight kinds, 10 or more each" || flunk "all eight kinds, 10 or more each" "$(cat "$T/kinds")"
-np=$(jq -s 'map(select(.pass))|length' "$H/heldout3.labels.jsonl")
-[ "$np" -gt 0 ] && [ "$np" -lt "$cnt" ] && pass "both acceptable and unacceptable cases" || flunk "both verdicts" "$np of $cnt"
 # a reply the simulator held cannot have served the viewer (unless the hold was dropped as a known bug)
 nh=$(jq -s '[.[]|select(.sim_held and (.sim_held|test("hold dropped")|not) and .effectiveness != 0)]|length' "$H/heldout3.labels.jsonl")
 [ "$nh" -eq 0 ] && pass "held replies have effectiveness 0" || flunk "held replies have effectiveness 0" "$nh"
-# the tasks are those the trajectories answer, no more, no inline harness left
-jq -r .task_id "$H/heldout3.traj.jsonl" | sort >"$T/tids"
-jq -r .id "$H/heldout3.tasks.jsonl" | sort >"$T/tasks"
-same "a task for every trajectory and no other" "$T/tids" "$T/tasks"
-hasnt "tasks carry no inline harness" "$H/heldout3.tasks.jsonl" '"harness":'
 # new sources in a new world: no source trajectory of another part, world3 is
 # world-gen --seed 23 and not the other parts' world
 jq -r .meta.source "$H/dev.traj.jsonl" "$H/heldout.traj.jsonl" "$H/heldout2.traj.jsonl" | sort -u >"$T/old"
