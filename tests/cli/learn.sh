@@ -1,35 +1,32 @@
-# learn.sh — the learning test: a short SFT run from nothing must make a
-# stated share of the teacher's opening choices on dev requests (the
-# teacher's skill, teacher-forced), so a
+# learn.sh — the learning test: a short SFT run from nothing must make
+# more of the teacher's opening choices on dev requests than a constant
+# choice makes (the teacher's skill and tool, teacher-forced), so a
 # regression in training (sft-step, the model, the optimiser, the chat
 # template, the tokenizer) or in the data (task-gen, traj-gen, the
 # harness) shows up here.
 #
-# Setting (examples/results/micro-notes.md, "learning test"): the mini
-# harness (tests/fixtures/harness-mini: 4 skills, 3 tools, 3 prompt blocks
-# with params, all hooks), four intents with distinct skills and tools
-# (price, size, order status, greeting), 16 worlds of 40 products, 8 tasks
-# of each intent per world, sessions of 8 requests, a 2 x 128 model with a
-# 1,024-id tokenizer, 120 SFT steps (batch 4, lr 8e-3, warmup 10, cosine).
-# Scored teacher-forced on 24 dev tasks (6 per intent, a world no training
-# task came from) by examples/tools/probe.sh: the text before each choice
-# the teacher made at the opening (the skill it loads, the tool it calls,
-# the tool's first argument), the model's greedy continuation right when
-# it starts with the teacher's text.  The untrained model is the control.
+# Setting (examples/results/micro-notes.md, "learning test" and e11): the
+# mini harness (tests/fixtures/harness-mini: 4 skills, 3 tools, 3 prompt
+# blocks with params, all hooks), four intents with distinct skills and
+# tools (price, size, order status, greeting), 16 worlds of 40 products, 8
+# tasks of each intent per world, sessions of 8 requests, a 2 x 128 model
+# with 4 heads of 32 and a 1,024-id tokenizer, 120 SFT steps (batch 4, lr
+# 3e-3, warmup 10, cosine).  Scored teacher-forced on 24 dev tasks (6 per
+# intent, a world no training task came from) by examples/tools/probe.sh:
+# the text before each choice the teacher made at the opening (the skill
+# it loads, the tool it calls, the tool's first argument), the model's
+# greedy continuation right when it starts with the teacher's text.  The
+# untrained model is the control.
 #
-# Measured (one thread): under tests/run.sh (OPENBLAS_CORETYPE=Haswell)
-# skill 6 of 24, tool 6 of 18, argument 0 of 18, loss 0.695; the same run
-# without the pinned core type: skill 6, tool 10, argument 0, loss 0.702;
-# the untrained model 0, 0, 0 either way; about 160 s of CPU, over the
-# 2-minute target.  A model this small and this short a run chooses by
-# default (6 = always price_promo; 6 of 18 tools is what one constant tool
-# makes) and copies no argument, and whether it beats the default on the
-# tool depends on the BLAS kernel's rounding.  So this is not the learning
-# test issue 21 asks for (the skill and tool chosen by function, valid
-# arguments): no run short enough for `make check` reads the request yet
-# (examples/results/micro-notes.md).  What it does assert can fail: a
-# pipeline that trains nothing, renders or tokenises the turns wrongly,
-# or loses the skill names makes no teacher's choice at all.
+# Measured (one thread, under tests/run.sh: OPENBLAS_CORETYPE=Haswell):
+# skill 11 of 24, tool 12 of 18, argument 0 of 18, loss 0.682; the
+# untrained model 0, 0, 0; about 240 s of CPU, over the 2-minute target.
+# One constant skill is right for 6 of the 24 and one constant tool for 6
+# of the 18, so 8 and 8 are asserted: the run chooses by the request, in
+# part.  The earlier shape (2 heads sharing one KV head, lr 8e-3) stayed
+# at those defaults (6 and 6).  Copying the argument needs a base that
+# copies (micro-notes e11: examples/tools/induction.sh, about 25 min of
+# CPU), too long for make check, so no argument is asserted.
 . "$HAT_TOP/tests/cli/lib.sh"
 # Under ASan+UBSan the run takes ten times its ~3 minutes of CPU, and it
 # exercises no code the other tests leave out: skipped there, and said so.
@@ -40,8 +37,10 @@ T=$(mktmp)
 X="$HAT_TOP/examples/tools"
 WORLDS=${LEARN_WORLDS:-16}
 STEPS=${LEARN_STEPS:-120}
-# The share asserted (measured: 6).
-MIN_SKILL=3
+# The shares asserted: more than a constant choice makes (one skill is
+# right for 6 of the 24 dev requests, one tool for 6 of the 18 calls);
+# measured 11 and 12.
+MIN_SKILL=8 MIN_TOOL=8
 
 harness-pack -o "$T/h.json" "$HAT_TOP/tests/fixtures/harness-mini"
 # N tasks of each intent from world-gen seed SEED, the intents interleaved.
@@ -69,7 +68,7 @@ ok "the teacher opens every dev request right" \
 harness-render "$T/sessions.jsonl" | tok-train -n 1024 -o "$T/tok.json"
 cat > "$T/cfg.json" <<'J'
 {"vocab_size": 1024, "hidden_size": 128, "intermediate_size": 384, "num_hidden_layers": 2,
- "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 64, "rms_norm_eps": 1e-06,
+ "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 32, "rms_norm_eps": 1e-06,
  "rope_theta": 10000.0, "tie_word_embeddings": false, "max_position_embeddings": 4096}
 J
 model-init --config "$T/cfg.json" --tokenizer "$T/tok.json" --seed 1 -o "$T/init.ckpt"
@@ -80,7 +79,7 @@ echo "# learn: untrained: $c"
     pass "the untrained model makes none of the choices" || flunk "the untrained model makes none of the choices" "$c"
 
 ok "SFT runs" sft-step --init "$T/init.ckpt" --data "$T/sessions.jsonl" --steps "$STEPS" --seq 3072 \
-    --batch 4 --lr 8e-3 --warmup 10 --seed 1 --metrics "$T/m.jsonl" -o "$T/m.ckpt"
+    --batch 4 --lr "${LEARN_LR:-3e-3}" --warmup 10 --seed 1 --metrics "$T/m.jsonl" -o "$T/m.ckpt"
 r=$(sh "$X/probe.sh" "$T/m.ckpt" "$T/tok.json" "$T/dev")
 echo "# learn: $STEPS steps, loss $(tail -n 1 "$T/m.jsonl" | jq .loss): $r"
 skill=$(echo "$r" | jq '.skill // 0')
@@ -88,3 +87,6 @@ skill=$(echo "$r" | jq '.skill // 0')
     flunk "every dev request probed" "$r"
 [ "$skill" -ge "$MIN_SKILL" ] && pass "at least $MIN_SKILL of 24 dev requests: the teacher's skill" ||
     flunk "at least $MIN_SKILL of 24 dev requests: the teacher's skill" "$r"
+tool=$(echo "$r" | jq '.tool // 0')
+[ "$tool" -ge "$MIN_TOOL" ] && pass "at least $MIN_TOOL of 18 dev calls: the teacher's tool" ||
+    flunk "at least $MIN_TOOL of 18 dev calls: the teacher's tool" "$r"
