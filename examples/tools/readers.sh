@@ -4,7 +4,7 @@
 #
 #   readers.sh OUT
 #
-# 1. data (tests/cli/learn.sh's recipe): the mini harness
+# 1. data (examples/tools/minidata.sh, tests/cli/learn.sh's recipe): the mini harness
 #    (tests/fixtures/harness-mini), WORLDS worlds of 40 products
 #    (world-gen --seed 101..), 8 tasks of each of four intents (price,
 #    size, order status, greeting) per world, played by the teacher and
@@ -29,31 +29,12 @@
 set -eu
 [ $# -eq 1 ] || { echo "usage: readers.sh OUT" >&2; exit 2; }
 out=$1 here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/../.." && pwd)
 WORLDS=${WORLDS:-64} STEPS=${STEPS:-240}
-mkdir -p "$out/dev"
-harness-pack -o "$out/h.json" "$top/tests/fixtures/harness-mini"
-tasks() { # WORLD N SEED: N tasks of each intent, the intents interleaved
-    k=0
-    for i in price size order_status greeting; do
-        k=$((k + 1))
-        task-gen --world "$1" -n "$2" --intent "$i" --seed $(($3 * 10 + k)) || return 1
-    done | jq -c -s 'group_by(.intent) | transpose | flatten[] | select(. != null)'
-}
-for s in $(seq 1 "$WORLDS"); do
-    world-gen --seed $((100 + s)) --products 40 -o "$out/w.json" &&
-    tasks "$out/w.json" 8 "$s" | traj-gen --world "$out/w.json" --harness "$out/h.json" --seed "$s" || exit 1
-done > "$out/traj.jsonl"
-jq -c -n '[inputs] | _nwise(8) | {id: .[0].id, harness: .[0].harness, messages: (map(.messages) | add)}' \
-    "$out/traj.jsonl" > "$out/fixed.jsonl"
-hsa-augment -k 2 --mix 0.25 --seed 1 -o "$out/hsa.jsonl" "$out/fixed.jsonl"
-harness-render "$out/fixed.jsonl" | tok-train -n 1024 -o "$out/tok.json"
+sh "$here/minidata.sh" "$out" "$WORLDS"
+ln -sf sessions.jsonl "$out/fixed.jsonl"
+hsa-augment -k 2 --mix 0.25 --seed 1 -o "$out/hsa.jsonl" "$out/sessions.jsonl"
 
 d=$out/dev
-cp "$out/h.json" "$d/harness.json"
-world-gen --seed 9001 --products 40 -o "$d/world.json"
-tasks "$d/world.json" 6 77 > "$d/tasks.jsonl"
-traj-gen --world "$d/world.json" --harness "$d/harness.json" --seed 1 -o "$d/teacher.jsonl" "$d/tasks.jsonl"
 jq -c '{id: .id, task: .}' "$d/tasks.jsonl" > "$d/live.jsonl"
 hsa-augment -k 2 --seed 77 -o "$d/variant.traj.jsonl" "$d/teacher.jsonl"
 jq -c --slurpfile t "$d/tasks.jsonl" '($t | map({(.id): .}) | add) as $by
@@ -63,11 +44,6 @@ jq -c --slurpfile t "$d/tasks.jsonl" '($t | map({(.id): .}) | add) as $by
 if [ -n "${INDUCTION:-}" ]; then
     cp "$INDUCTION" "$out/base.ckpt"
 else
-    cat > "$out/cfg.json" <<'J'
-{"vocab_size": 1024, "hidden_size": 128, "intermediate_size": 384, "num_hidden_layers": 2,
- "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 32, "rms_norm_eps": 1e-06,
- "rope_theta": 10000.0, "tie_word_embeddings": false, "max_position_embeddings": 4096}
-J
     model-init --config "$out/cfg.json" --tokenizer "$out/tok.json" -o "$out/init.ckpt"
     sh "$here/induction.sh" "$out/init.ckpt" "$out/tok.json" "$out/base.ckpt"
 fi

@@ -42,35 +42,10 @@ STEPS=${LEARN_STEPS:-120}
 # measured 11 and 12.
 MIN_SKILL=8 MIN_TOOL=8
 
-harness-pack -o "$T/h.json" "$HAT_TOP/tests/fixtures/harness-mini"
-# N tasks of each intent from world-gen seed SEED, the intents interleaved.
-tasks() { # WORLD N SEED
-    k=0
-    for i in price size order_status greeting; do
-        k=$((k + 1))
-        task-gen --world "$1" -n "$2" --intent "$i" --seed $(($3 * 10 + k)) || return 1
-    done | jq -c -s 'group_by(.intent) | transpose | flatten[] | select(. != null)'
-}
-for s in $(seq 1 "$WORLDS"); do
-    world-gen --seed $((100 + s)) --products 40 -o "$T/w.json" &&
-    tasks "$T/w.json" 8 "$s" | traj-gen --world "$T/w.json" --harness "$T/h.json" --seed "$s" || exit 1
-done > "$T/traj.jsonl"
-jq -c -n '[inputs] | _nwise(8) | {id: .[0].id, harness: .[0].harness, messages: (map(.messages) | add)}' \
-    "$T/traj.jsonl" > "$T/sessions.jsonl"
-mkdir -p "$T/dev"
-cp "$T/h.json" "$T/dev/harness.json"
-world-gen --seed 9001 --products 40 -o "$T/dev/world.json"
-tasks "$T/dev/world.json" 6 77 > "$T/dev/tasks.jsonl"
-traj-gen --world "$T/dev/world.json" --harness "$T/h.json" --seed 1 -o "$T/dev/teacher.jsonl" "$T/dev/tasks.jsonl"
+sh "$X/minidata.sh" "$T" "$WORLDS" || exit 1
 ok "the teacher opens every dev request right" \
     sh -c "jq -n -c -f '$X/opening.jq' --slurpfile ref '$T/dev/teacher.jsonl' --arg summary 1 < '$T/dev/teacher.jsonl' | jq -e '.ok == 24'"
 
-harness-render "$T/sessions.jsonl" | tok-train -n 1024 -o "$T/tok.json"
-cat > "$T/cfg.json" <<'J'
-{"vocab_size": 1024, "hidden_size": 128, "intermediate_size": 384, "num_hidden_layers": 2,
- "num_attention_heads": 4, "num_key_value_heads": 4, "head_dim": 32, "rms_norm_eps": 1e-06,
- "rope_theta": 10000.0, "tie_word_embeddings": false, "max_position_embeddings": 4096}
-J
 model-init --config "$T/cfg.json" --tokenizer "$T/tok.json" --seed 1 -o "$T/init.ckpt"
 
 c=$(sh "$X/probe.sh" "$T/init.ckpt" "$T/tok.json" "$T/dev")
