@@ -28,22 +28,18 @@
 set -eu
 [ $# -eq 3 ] || { echo "usage: induction.sh INIT.ckpt TOKENIZER OUT.ckpt" >&2; exit 2; }
 init=$1 tok=$2 out=$3
-stage() { # N FROM LEN PAIRS COUNT STEPS BATCH LR
-    copy-gen --ids --tokenizer "$tok" --haystack "$3" --pairs "$4" --min-len 3 \
-        --max-len "$([ "$3" -gt 64 ] && echo 8 || echo 6)" -n "$5" --seed "$1" -o "$out.stage$1.jsonl"
+# stage N FROM LEN PAIRS MAXLEN COUNT STEPS TOTAL BATCH LR: COUNT records,
+# then STEPS steps of a TOTAL-step constant schedule from FROM.
+stage() {
+    copy-gen --ids --tokenizer "$tok" --haystack "$3" --pairs "$4" --min-len 3 --max-len "$5" \
+        -n "$6" --seed "$1" -o "$out.stage$1.jsonl"
     rm -f "$out.stage$1.metrics.jsonl"
-    sft-step --init "$2" --data "$out.stage$1.jsonl" --steps "$6" --batch "$7" --seq "$3" --lr "$8" \
-        --weight-decay 0 --warmup 20 --schedule constant --no-bucket \
+    sft-step --init "$2" --data "$out.stage$1.jsonl" --steps "$7" --total-steps "$8" --batch "$9" \
+        --seq "$3" --lr "${10}" --weight-decay 0 --warmup 20 --schedule constant --no-bucket \
         --metrics "$out.stage$1.metrics.jsonl" -o "$out.stage$1.ckpt"
-    rm -f "$out.stage$1.jsonl"
 }
 MAX1=${MAX1:-4000}
-copy-gen --ids --tokenizer "$tok" --haystack 64 --pairs 3 --min-len 3 --max-len 6 \
-    -n 130000 --seed 1 -o "$out.stage1.jsonl"
-rm -f "$out.stage1.metrics.jsonl"
-sft-step --init "$init" --data "$out.stage1.jsonl" --steps 250 --total-steps "$MAX1" --batch 128 \
-    --seq 64 --lr 3e-3 --weight-decay 0 --warmup 20 --schedule constant --no-bucket \
-    --metrics "$out.stage1.metrics.jsonl" -o "$out.stage1.ckpt"
+stage 1 "$init" 64 3 6 130000 250 "$MAX1" 128 3e-3
 done1=250
 while jq -s -e 'map(.loss) | .[-50:] | add / length >= 1' "$out.stage1.metrics.jsonl" > /dev/null; do
     [ "$done1" -lt "$MAX1" ] || { echo "induction.sh: no induction head after $MAX1 steps" >&2; exit 1; }
@@ -52,8 +48,7 @@ while jq -s -e 'map(.loss) | .[-50:] | add / length >= 1' "$out.stage1.metrics.j
     mv "$out.stage1.next.ckpt" "$out.stage1.ckpt"
     done1=$((done1 + 250))
 done
-rm -f "$out.stage1.jsonl"
-stage 2 "$out.stage1.ckpt" 256 8 10000 300 32 2e-3
-stage 3 "$out.stage2.ckpt" 1024 24 2000 250 8 1.5e-3
+stage 2 "$out.stage1.ckpt" 256 8 8 10000 300 300 32 2e-3
+stage 3 "$out.stage2.ckpt" 1024 24 8 2000 250 250 8 1.5e-3
 mv "$out.stage3.ckpt" "$out"
-rm -f "$out.stage1.ckpt" "$out.stage2.ckpt"
+rm -f "$out".stage[123].jsonl "$out.stage1.ckpt" "$out.stage2.ckpt"

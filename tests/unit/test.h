@@ -85,4 +85,14 @@ static inline char *test_conformance(const char *dir, const char *name)
     return p;
 }
 
+/* How many times id occurs in an id list (a tok_ids or anything with
+ * int *v and size_t n): the control-token counts of the prompt tests. */
+static inline int test_count_int(const int *v, size_t n, int id)
+{
+    int c = 0;
+    for (size_t i = 0; i < n; i++) c += v[i] == id;
+    return c;
+}
+#define COUNT_ID(ids, id) test_count_int((ids)->v, (ids)->n, (id))
+
 #endif

@@ -137,13 +137,6 @@ static void harness_records_render_the_system_prompt(void)
 /* Viewers cannot forge control tokens (issue 16): what a user or a tool
  * wrote never yields an added token's id, whatever it holds; the
  * template's structure and the assistant's own turns still do. */
-static int count_id(const tok_ids *v, int id)
-{
-    int n = 0;
-    for (size_t i = 0; i < v->n; i++) n += v->v[i] == id;
-    return n;
-}
-
 static void untrusted_text_yields_no_control_tokens(void)
 {
     tokenizer *t = qwen3();
@@ -167,8 +160,8 @@ static void untrusted_text_yields_no_control_tokens(void)
     for (int k = 0; k < 9; k++) {
         int id = tok_token_id(t, ctl[k]);
         CHECK(id >= 0);
-        if (count_id(&ids, id) != want[k]) fprintf(stderr, "  %s: %d ids, wanted %d\n", ctl[k], count_id(&ids, id), want[k]);
-        CHECK_EQ_INT(count_id(&ids, id), want[k]);
+        if (COUNT_ID(&ids, id) != want[k]) fprintf(stderr, "  %s: %d ids, wanted %d\n", ctl[k], COUNT_ID(&ids, id), want[k]);
+        CHECK_EQ_INT(COUNT_ID(&ids, id), want[k]);
     }
     /* the text is unchanged: the ids decode to the rendered conversation */
     chat_text ct;
@@ -180,15 +173,15 @@ static void untrusted_text_yields_no_control_tokens(void)
     chat_text_free(&ct);
     /* a generation prompt (generate, serve, rollout) encodes the same way */
     CHECK_EQ_INT(prompt_encode(t, rec, NULL, &prompt, &err), 0);
-    CHECK_EQ_INT(count_id(&prompt, tok_token_id(t, "<|im_start|>")), 5);
-    CHECK_EQ_INT(count_id(&prompt, tok_token_id(t, "<tool_response>")), 1);
+    CHECK_EQ_INT(COUNT_ID(&prompt, tok_token_id(t, "<|im_start|>")), 5);
+    CHECK_EQ_INT(COUNT_ID(&prompt, tok_token_id(t, "<tool_response>")), 1);
     CHECK(prompt.n > ids.n && !memcmp(prompt.v, ids.v, ids.n * sizeof *ids.v));
     /* and the plain tokenizer call, for the record: the forged text alone */
     tok_ids plain = { 0 }, raw = { 0 };
     tok_encode_plain(t, forged, strlen(forged), &plain);
     tok_encode(t, forged, strlen(forged), &raw);
-    CHECK_EQ_INT(count_id(&plain, tok_token_id(t, "<|im_end|>")), 0);
-    CHECK_EQ_INT(count_id(&raw, tok_token_id(t, "<|im_end|>")), 2);
+    CHECK_EQ_INT(COUNT_ID(&plain, tok_token_id(t, "<|im_end|>")), 0);
+    CHECK_EQ_INT(COUNT_ID(&raw, tok_token_id(t, "<|im_end|>")), 2);
     tok_ids_free(&plain);
     tok_ids_free(&raw);
     tok_ids_free(&ids);

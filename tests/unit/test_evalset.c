@@ -128,13 +128,6 @@ static void ifeval_cases(void)
     }
 }
 
-static int count_id(const tok_ids *v, int id)
-{
-    int n = 0;
-    for (size_t i = 0; i < v->n; i++) n += v->v[i] == id;
-    return n;
-}
-
 /* An IFEval case is prompted through its messages (prompt_encode, as
  * generate does): a prompt holding control-token text yields none of
  * those ids, a plain one the very ids of the case's "text". */
@@ -163,10 +156,10 @@ static void ifeval_prompt_text_stays_text(void)
     tok_ids ids = { 0 }, raw = { 0 };
     CHECK_EQ_INT(prompt_encode(t, rec, NULL, &ids, &err), 0);
     json_decref(rec);
-    CHECK_EQ_INT(count_id(&ids, tok_token_id(t, "<|im_start|>")), 2);   /* user, assistant */
-    CHECK_EQ_INT(count_id(&ids, tok_token_id(t, "<|im_end|>")), 1);
-    CHECK_EQ_INT(count_id(&ids, tok_token_id(t, "<tool_call>")), 0);
-    CHECK_EQ_INT(count_id(&ids, tok_token_id(t, "<think>")), 1);        /* the empty think block */
+    CHECK_EQ_INT(COUNT_ID(&ids, tok_token_id(t, "<|im_start|>")), 2);   /* user, assistant */
+    CHECK_EQ_INT(COUNT_ID(&ids, tok_token_id(t, "<|im_end|>")), 1);
+    CHECK_EQ_INT(COUNT_ID(&ids, tok_token_id(t, "<tool_call>")), 0);
+    CHECK_EQ_INT(COUNT_ID(&ids, tok_token_id(t, "<think>")), 1);        /* the empty think block */
     /* the same characters as the case's text; encoded as plain text they
      * would have been control tokens */
     const char *text = json_string_value(json_object_get(c, "text"));
@@ -175,7 +168,7 @@ static void ifeval_prompt_text_stays_text(void)
     CHECK(back && text && n == strlen(text) && !memcmp(back, text, n));
     free(back);
     tok_encode(t, text, strlen(text), &raw);
-    CHECK_EQ_INT(count_id(&raw, tok_token_id(t, "<tool_call>")), 1);
+    CHECK_EQ_INT(COUNT_ID(&raw, tok_token_id(t, "<tool_call>")), 1);
     tok_ids_free(&ids);
     tok_ids_free(&raw);
     json_decref(c);

@@ -163,13 +163,6 @@ static void test_tokenizer_check(void)
     model_free(b);
 }
 
-static int count_id(const tok_ids *v, int id)
-{
-    int n = 0;
-    for (size_t i = 0; i < v->n; i++) n += v->v[i] == id;
-    return n;
-}
-
 /* A viewer message that types control tokens: the prompt's ids hold only
  * the template's own (system, user, assistant headers), decode to the
  * rendered prompt, and stop after the first user message. */
@@ -187,10 +180,10 @@ static void test_prompt_text_stays_text(void)
                             "role", "assistant", "content", "never in the prompt");
     tok_ids ids = { 0 }, raw = { 0 };
     CHECK_EQ_INT(opd_prompt_ids(t, rec, CHAT_THINK_OFF, &ids, &err), 0);
-    CHECK_EQ_INT(count_id(&ids, tok_token_id(t, "<|im_start|>")), 3);
-    CHECK_EQ_INT(count_id(&ids, tok_token_id(t, "<|im_end|>")), 2);
-    CHECK_EQ_INT(count_id(&ids, tok_token_id(t, "<tool_call>")), 0);
-    CHECK_EQ_INT(count_id(&ids, tok_token_id(t, "</tool_call>")), 0);
+    CHECK_EQ_INT(COUNT_ID(&ids, tok_token_id(t, "<|im_start|>")), 3);
+    CHECK_EQ_INT(COUNT_ID(&ids, tok_token_id(t, "<|im_end|>")), 2);
+    CHECK_EQ_INT(COUNT_ID(&ids, tok_token_id(t, "<tool_call>")), 0);
+    CHECK_EQ_INT(COUNT_ID(&ids, tok_token_id(t, "</tool_call>")), 0);
     json_t *two = json_array();
     json_array_append(two, json_array_get(json_object_get(rec, "messages"), 0));
     json_array_append(two, json_array_get(json_object_get(rec, "messages"), 1));
@@ -200,7 +193,7 @@ static void test_prompt_text_stays_text(void)
     CHECK(back && text && n == strlen(text) && !memcmp(back, text, n));
     /* the old plain encoding of that text would have made them control tokens */
     tok_encode(t, text, strlen(text), &raw);
-    CHECK_EQ_INT(count_id(&raw, tok_token_id(t, "<tool_call>")), 1);
+    CHECK_EQ_INT(COUNT_ID(&raw, tok_token_id(t, "<tool_call>")), 1);
     free(back);
     free(text);
     json_decref(two);
