@@ -9,10 +9,12 @@
 # against the teacher (opening.jq).  DEV is a directory holding world.json,
 # harness.json, tasks.jsonl (dev tasks: train-side phrasing banks, a world
 # no training task came from) and teacher.jsonl (traj-gen on them).
-# Writes OUT.ckpt (the last checkpoint), OUT.metrics.jsonl (sft-step's) and
-# OUT.curve.jsonl, one line per point:
-#   {step, loss, n, skill, tool, args, ok, pass, total}
-# (counts of dev cases; total = mean judge total).  Optimiser settings from
+# When DEV also holds variant.jsonl (rollout --tasks-are-cases cases: the
+# dev tasks under HSA variants of the harness, as readers.sh makes them),
+# those are played and judged too.  Writes OUT.ckpt (the last checkpoint),
+# OUT.metrics.jsonl (sft-step's) and OUT.curve.jsonl, one line per point:
+#   {step, loss, n, skill, tool, args, ok, pass, total[, vn, vpass, vtotal]}
+# (counts of dev cases; total = mean judge total; v* the variant cases).  Optimiser settings from
 # the environment: LR (3e-4), WARMUP (0), BATCH (8), SEQ (256), SEED (1),
 # MAXTOK (rollout --max-tokens, 64), SFT_ARGS (more sft-step options).
 set -eu
@@ -45,7 +47,14 @@ for k in $(seq 1 "$points"); do
     j=$(jq -s -c '{pass: map(select(.verdict.pass)) | length,
                    total: (map(.verdict.total) | add / length * 1000 | round / 1000)}' "$out.dev.jsonl")
     l=$(tail -n 1 "$out.metrics.jsonl" | jq -c '{step, loss: (.loss * 1000 | round / 1000)}')
-    echo "$l $o $j" | jq -s -c 'add' >> "$out.curve.jsonl.tmp"
+    v='{}'
+    if [ -r "$dev/variant.jsonl" ]; then
+        rollout --ckpt "$out.ckpt" --world "$dev/world.json" --harness "$dev/harness.json" --tasks-are-cases \
+            --judge --max-tokens "${MAXTOK:-64}" --seed "${SEED:-1}" -o "$out.var-$done_steps.jsonl" "$dev/variant.jsonl"
+        v=$(jq -s -c '{vn: length, vpass: map(select(.verdict.pass)) | length,
+                       vtotal: (map(.verdict.total) | add / length * 1000 | round / 1000)}' "$out.var-$done_steps.jsonl")
+    fi
+    echo "$l $o $j $v" | jq -s -c 'add' >> "$out.curve.jsonl.tmp"
     cp "$out.dev.jsonl" "$out.dev-$done_steps.jsonl"
 done
 mv "$out.curve.jsonl.tmp" "$out.curve.jsonl"

@@ -6,25 +6,30 @@
 #
 # the mini harness (tests/fixtures/harness-mini) as OUT/h.json; WORLDS
 # worlds of 40 products (world-gen --seed 101..), 8 tasks of each of four
-# intents (price, size, order status, greeting) per world, interleaved,
+# intents (price, size, order status, greeting) per world in random order,
 # played by the teacher (OUT/traj.jsonl) and joined into sessions of 8
 # (OUT/sessions.jsonl); a 1,024-id tokenizer learnt from them
 # (OUT/tok.json); the model shape, 2 x 128 with 4 heads of 32
 # (OUT/cfg.json); and the dev split, never trained on (OUT/dev:
-# harness.json, world.json = world-gen --seed 9001, tasks.jsonl = 6 per
-# intent from the train-side phrasing banks, teacher.jsonl).
+# harness.json, world.json = world-gen --seed 9001, tasks.jsonl = DEV per
+# intent (default 6) from the train-side phrasing banks, teacher.jsonl).
 set -eu
 [ $# -eq 2 ] || { echo "usage: minidata.sh OUT WORLDS" >&2; exit 2; }
 out=$1 worlds=$2
 top=$(cd "$(dirname "$0")/../.." && pwd)
 mkdir -p "$out/dev"
 harness-pack -o "$out/h.json" "$top/tests/fixtures/harness-mini"
-tasks() { # WORLD N SEED: N tasks of each intent, the intents interleaved
+# WORLD N SEED: N tasks of each intent in an order drawn from SEED.  The
+# order must be random: with a fixed cycle (e11-e12 had greeting, order,
+# price, size in every session) a session's first turn is always the same
+# skill and each later one follows from the turn before, so a model that
+# never reads the request gets every choice right in training.
+tasks() {
     k=0
     for i in price size order_status greeting; do
         k=$((k + 1))
         task-gen --world "$1" -n "$2" --intent "$i" --seed $(($3 * 10 + k)) || return 1
-    done | jq -c -s 'group_by(.intent) | transpose | flatten[] | select(. != null)'
+    done | awk -v s="$3" 'BEGIN { srand(s) } { printf "%.12f\t%s\n", rand(), $0 }' | sort -k1,1 | cut -f2-
 }
 for s in $(seq 1 "$worlds"); do
     world-gen --seed $((100 + s)) --products 40 -o "$out/w.json" &&
@@ -34,7 +39,7 @@ jq -c -n '[inputs] | _nwise(8) | {id: .[0].id, harness: .[0].harness, messages: 
     "$out/traj.jsonl" > "$out/sessions.jsonl"
 cp "$out/h.json" "$out/dev/harness.json"
 world-gen --seed 9001 --products 40 -o "$out/dev/world.json"
-tasks "$out/dev/world.json" 6 77 > "$out/dev/tasks.jsonl"
+tasks "$out/dev/world.json" "${DEV:-6}" 77 > "$out/dev/tasks.jsonl"
 traj-gen --world "$out/dev/world.json" --harness "$out/h.json" --seed 1 -o "$out/dev/teacher.jsonl" "$out/dev/tasks.jsonl"
 harness-render "$out/sessions.jsonl" | tok-train -n 1024 -o "$out/tok.json"
 cat > "$out/cfg.json" <<'J'

@@ -18,12 +18,14 @@
 # greedy continuation right when it starts with the teacher's text.  The
 # untrained model is the control.
 #
-# Measured (one thread, under tests/run.sh: OPENBLAS_CORETYPE=Haswell):
-# skill 11 of 24, tool 12 of 18, argument 0 of 18, loss 0.682; the
-# untrained model 0, 0, 0; about 240 s of CPU, over the 2-minute target.
+# Measured (one thread) since minidata.sh draws each world's task order at
+# random: skill 13 of 24, tool 18 of 18, argument 0 of 18, loss 0.807;
+# the untrained model 0, 0, 0; about 240 s of CPU, over the 2-minute
+# target.  (Before, every session was the same cycle of intents, so the
+# first turn's skill was always the same and the rest followed from the
+# turn before: 11 and 12, loss 0.682, without reading the request.)
 # One constant skill is right for 6 of the 24 and one constant tool for 6
-# of the 18, so 8 and 8 are asserted: the run chooses by the request, in
-# part.  The earlier shape (2 heads sharing one KV head, lr 8e-3) stayed
+# of the 18, so 8 and 12 are asserted: the run chooses by the request.  The earlier shape (2 heads sharing one KV head, lr 8e-3) stayed
 # at those defaults (6 and 6).  Copying the argument needs a base that
 # copies (micro-notes e11: examples/tools/induction.sh, about 25 min of
 # CPU), too long for make check, so no argument is asserted.
@@ -39,8 +41,8 @@ WORLDS=${LEARN_WORLDS:-16}
 STEPS=${LEARN_STEPS:-120}
 # The shares asserted: more than a constant choice makes (one skill is
 # right for 6 of the 24 dev requests, one tool for 6 of the 18 calls);
-# measured 11 and 12.
-MIN_SKILL=8 MIN_TOOL=8
+# measured 13 and 18.
+MIN_SKILL=8 MIN_TOOL=12
 
 sh "$X/minidata.sh" "$T" "$WORLDS" || exit 1
 ok "the teacher opens every dev request right" \
