@@ -1,0 +1,113 @@
+# judge_heldout4.sh — the fourth blind held-out part of the human-labelled judge
+# set (tests/fixtures/judge/human/heldout4.*) stays well-formed and reproducible,
+# without running the judge on it: one label per trajectory, labels in range,
+# the eight kinds, a task for every trajectory, its own world (world4.json,
+# world-gen --seed 41), the fresh harness4/ about half of it runs under (its own
+# limits and banned terms, no text shared with the other harnesses), every line
+# renders under its own harness, the teacher plays every intent under harness4,
+# some requests are served by no tool, and src/heldout4.material.sh +
+# src/build.py rebuild the three files byte for byte.  Scoring it (agreement
+# with the judge) is left to whoever measures the judge (the set's README).
+. "$HAT_TOP/tests/cli/lib.sh"
+T=$(mktmp)
+H="$HAT_TOP/tests/fixtures/judge/human"
+need "$H/harness.json" "$H/world4.json" "$H/harness4/harness.json" \
+     "$H/heldout4.traj.jsonl" "$H/heldout4.labels.jsonl" "$H/heldout4.tasks.jsonl" \
+     "$H/src/heldout4.cases.txt" "$H/src/heldout4.material.sh" "$H/src/build.py"
+. "$HAT_TOP/tests/cli/judge_set.inc"
+labelled_set heldout4 200
+[ "$(grep -c '^=== src=' "$H/src/heldout4.cases.txt")" -eq "$cnt" ] && pass "one written case per trajectory" \
+    || flunk "one written case per trajectory"
+# a reply the simulator held cannot have served the viewer (unless the hold was dropped as a known bug)
+nh=$(jq -s '[.[]|select(.sim_held and (.sim_held|test("hold dropped")|not) and .effectiveness != 0)]|length' "$H/heldout4.labels.jsonl")
+[ "$nh" -eq 0 ] && pass "held replies have effectiveness 0" || flunk "held replies have effectiveness 0" "$nh"
+# no kind outweighs the rest: correct paraphrases are at most a third
+npar=$(jq -s '[.[]|select(.kind=="paraphrase")]|length' "$H/heldout4.labels.jsonl")
+[ $((npar * 3)) -le "$cnt" ] && pass "paraphrases at most a third ($npar of $cnt)" || flunk "paraphrases at most a third" "$npar of $cnt"
+# both task splits
+for s in train eval; do
+    ns=$(jq -s --arg s "$s" '[.[]|select(.context.split==$s)]|length' "$H/heldout4.tasks.jsonl")
+    [ "$ns" -ge 50 ] && pass "50 or more $s tasks ($ns)" || flunk "50 or more $s tasks" "$ns"
+done
+ni=$(jq -r .intent "$H/heldout4.tasks.jsonl" | sort -u | grep -c .)
+[ "$ni" -eq 15 ] && pass "all 15 intents" || flunk "all 15 intents" "$ni"
+# new sources in a new world: no source trajectory of another part, world4 is
+# world-gen --seed 41 and none of the other parts' worlds
+jq -r .meta.source "$H/dev.traj.jsonl" "$H/heldout.traj.jsonl" "$H/heldout2.traj.jsonl" "$H/heldout3.traj.jsonl" | sort -u >"$T/old"
+jq -r .meta.source "$H/heldout4.traj.jsonl" | sort >"$T/new"
+[ -z "$(comm -12 "$T/old" "$T/new")" ] && pass "sources differ from the other parts" || flunk "sources differ" "$(comm -12 "$T/old" "$T/new" | head -3)"
+[ "$(sort -u "$T/new" | grep -c .)" -eq "$cnt" ] && pass "one case per source" || flunk "one case per source"
+ok "world-gen --seed 41" world-gen --seed 41 -o "$T/w4.json"
+same "world4.json is world-gen --seed 41" "$H/world4.json" "$T/w4.json"
+if cmp -s "$H/world4.json" "$H/world.json" || cmp -s "$H/world4.json" "$H/world3.json"; then
+    flunk "world4 is a new world"; else pass "world4 is a new world"; fi
+# well-formed (traj.jsonl(5)): starts with the viewer, every call answered by a tool
+# message, ends with a reply or the hook feedback after it
+jq -c 'select(.messages[0].role != "user"
+              or ([.messages[]|select(.role=="assistant")]|last|.tool_calls|length) > 0
+              or ([.messages[]|select(.role=="assistant")|.tool_calls|length]|add)
+                 != ([.messages[]|select(.role=="tool")]|length)
+              or (.messages|last|(.role=="assistant" or (.role=="user" and .hook))|not))|.id' \
+    "$H/heldout4.traj.jsonl" >"$T/badtraj"
+[ ! -s "$T/badtraj" ] && pass "trajectories well-formed" || flunk "trajectories well-formed" "$(head -5 "$T/badtraj")"
+ok "harness-render renders every line" harness-render --harness "$H/harness.json" -o "$T/r.jsonl" "$H/heldout4.traj.jsonl"
+[ "$(grep -c . "$T/r.jsonl")" -eq "$cnt" ] && pass "one rendering per case" || flunk "one rendering per case"
+# the fresh harness: lints, is canonical, shares no text with examples/harness,
+# examples/harness-compact or harness3, and has limits and banned terms of its own
+ok "harness4 lints" harness-lint --strict "$H/harness4"
+ok "harness4 packs" harness-pack -o "$T/h4.json" "$H/harness4"
+ok "harness4 unpacks" harness-unpack -o "$T/h4dir" "$T/h4.json"
+ok "harness4 is in canonical form" diff -r "$H/harness4" "$T/h4dir"
+texts() { jq -r '[..|strings|select(length > 20)]|.[]' "$1" | sort -u; }
+texts "$T/h4.json" >"$T/t4"
+harness-pack "$HAT_TOP/examples/harness" >"$T/ex.json"
+harness-pack "$HAT_TOP/examples/harness-compact" >"$T/exc.json"
+harness-pack "$H/harness3" >"$T/h3.json"
+{ texts "$T/ex.json"; texts "$T/exc.json"; texts "$T/h3.json"; } | sort -u >"$T/tex"
+[ -z "$(comm -12 "$T/t4" "$T/tex")" ] && pass "harness4 shares no text with examples/harness(-compact) and harness3" \
+    || flunk "harness4 shares text" "$(comm -12 "$T/t4" "$T/tex" | head -3)"
+lim() { jq -c '[.system_prompt.blocks[].params // {} | to_entries[]
+               | select(.key == "max_chars" or .key == "max_emoji") | .value.value]' "$1"; }
+ban() { jq -r '.hooks.reply_filter.banned[]' "$1" | tr 'A-Z' 'a-z' | sort -u; }
+l4=$(lim "$T/h4.json")
+if [ "$l4" != "$(lim "$T/ex.json")" ] && [ "$l4" != "$(lim "$T/h3.json")" ]; then
+    pass "harness4 has its own max_chars/max_emoji ($l4)"; else flunk "harness4 has its own limits" "$l4"; fi
+ban "$T/h4.json" >"$T/b4"; { ban "$T/ex.json"; ban "$T/h3.json"; } | sort -u >"$T/bo"
+[ -s "$T/b4" ] && [ -z "$(comm -12 "$T/b4" "$T/bo")" ] && pass "harness4 bans terms of its own" \
+    || flunk "harness4 bans terms of its own" "$(comm -12 "$T/b4" "$T/bo" | head -3)"
+n4=$(jq -s --slurpfile h "$T/h4.json" '[.[]|select(.harness.name == $h[0].name)]|length' "$H/heldout4.traj.jsonl")
+[ $((n4 * 5)) -ge $((cnt * 2)) ] && [ $((n4 * 5)) -le $((cnt * 3)) ] && pass "about half the cases under harness4 or its variants ($n4 of $cnt)" \
+    || flunk "about half the cases under harness4" "$n4 of $cnt"
+n4e=$(jq -s --slurpfile h "$T/h4.json" '[.[]|select(.harness == $h[0])]|length' "$H/heldout4.traj.jsonl")
+[ "$n4e" -ge 50 ] && pass "50 or more cases under harness4 itself ($n4e)" || flunk "50 or more cases under harness4 itself" "$n4e"
+# the teacher plays every intent under harness4, and no final reply of it is held
+ok "traj-gen plays every task under harness4" traj-gen --world "$H/world4.json" --harness "$H/harness4" \
+    --keep-retries 1 --seed 5 -o "$T/t4.jsonl" "$H/heldout4.tasks.jsonl"
+[ "$(jq -r .meta.intent "$T/t4.jsonl" | sort -u | grep -c .)" -eq 15 ] && pass "the teacher covers all 15 intents under harness4" \
+    || flunk "the teacher covers all 15 intents under harness4"
+nhold=$(jq -s '[.[]|select(.messages|last|.role != "assistant")]|length' "$T/t4.jsonl")
+[ "$nhold" -eq 0 ] && pass "no teacher reply under harness4 is held" || flunk "no teacher reply under harness4 is held" "$nhold"
+# the inline harnesses (harness4, its HSA variants, examples/harness's HSA variants,
+# both with a tool taken out) lint clean
+jq -c 'select(.harness)|.harness' "$H/heldout4.traj.jsonl" | sort -u | split -l 1 - "$T/h."
+ni=0
+for h in "$T"/h.*; do ni=$((ni + 1)); mv "$h" "$h.json"; ok "inline harness $ni lints" harness-lint --strict "$h.json"; done
+[ "$ni" -ge 8 ] && pass "HSA and tool-less inline harnesses of both harnesses ($ni)" || flunk "inline harnesses" "$ni"
+nu=$(jq -s '[.[]|select(.harness and (.harness.tools|length) < 7)]|length' "$H/heldout4.traj.jsonl")
+[ "$nu" -ge 10 ] && pass "requests served by no tool ($nu)" || flunk "requests served by no tool" "$nu"
+# reproducible: the material script and build.py give the committed bytes
+if command -v python3 >/dev/null 2>&1; then
+    mkdir -p "$T/b/out"
+    cp "$H/world4.json" "$H/harness.json" "$T/b/"
+    cp "$H/src/heldout4.cases.txt" "$T/b/ho4.cases.txt"
+    if (cd "$T/b" && sh "$H/src/heldout4.material.sh" >material.log 2>&1 && python3 "$H/src/build.py" ho4 >build.log 2>&1); then
+        pass "material script and build.py run"
+    else
+        flunk "material script and build.py run" "$(tail -c 400 "$T/b/material.log" "$T/b/build.log" 2>/dev/null)"
+    fi
+    for f in traj labels tasks; do
+        same "build.py reproduces heldout4.$f.jsonl" "$H/heldout4.$f.jsonl" "$T/b/out/heldout4.$f.jsonl"
+    done
+else
+    skip "build.py reproduces heldout4" "no python3"
+fi
