@@ -10,7 +10,8 @@
 # harness.json, tasks.jsonl (dev tasks: train-side phrasing banks, a world
 # no training task came from) and teacher.jsonl (traj-gen on them).
 # When DEV also holds variant.jsonl (rollout --tasks-are-cases cases: the
-# dev tasks under HSA variants of the harness, as readers.sh makes them),
+# dev tasks under HSA variants of the harness, as examples/Makefile's
+# PROFILE=micro makes them with variant-cases.jq),
 # those are played and judged too.  Writes OUT.ckpt (the last checkpoint),
 # OUT.metrics.jsonl (sft-step's) and OUT.curve.jsonl, one line per point:
 #   {step, loss, n, skill, tool, args, ok, pass, total[, vn, vpass, vtotal]}

@@ -1,6 +1,6 @@
 #!/bin/sh
 # minidata.sh — the small learning setting of tests/cli/learn.sh and
-# readers.sh (examples/results/micro-notes.md):
+# examples/Makefile's PROFILE=micro (examples/results/micro-notes.md):
 #
 #   minidata.sh OUT WORLDS
 #
