@@ -99,11 +99,38 @@ static json_t *add_call(run *x, turn *tu, const char *name, json_t *args, int go
 
 static int is_reply(const json_t *sk) { return sget(sk, "kind") && !strcmp(sget(sk, "kind"), "reply"); }
 
+/* A needed call has no tool in this harness. */
+static int unserved(const run *x)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(x->task, "gold"), "calls"), i, c)
+        if (!harness_tool_by_function(x->h, sget(c, "function"))) return 1;
+    return 0;
+}
+
+/* The reply skill of the first function of the skills.json list that the
+ * harness has ("any": its first reply skill), or NULL. */
+static const json_t *fallback_skill(run *x, const char *list)
+{
+    size_t i, j;
+    json_t *f, *sk;
+    json_array_foreach(bank_list(x->t->skills, list), i, f) {
+        if (!strcmp(json_string_value(f), "any")) {
+            json_array_foreach(json_object_get(x->h, "skills"), j, sk) if (is_reply(sk)) return sk;
+            continue;
+        }
+        const json_t *s = harness_skill_by_function(x->h, json_string_value(f));
+        if (s && is_reply(s)) return s;
+    }
+    return NULL;
+}
+
 /* Skill names to load: the gold functions present in this harness, plus,
- * if none of them is a reply skill, the reply skill of the first fallback
- * function (data/teacher/skills.json) the harness has, or none: a request
- * no skill serves is declined in the stream's general voice, never under
- * an unrelated skill loaded only to get past skill_required. */
+ * if none of them is a reply skill, the fallback of data/teacher/skills.json:
+ * a request a missing tool leaves unserved is declined under the harness's
+ * general skill or none, never an unrelated one loaded only to get past
+ * skill_required; a served one gets the general skill, else any. */
 static json_t *skills_to_load(run *x)
 {
     json_t *fns = task_gold_skills(x->task), *names = json_array();
@@ -116,13 +143,8 @@ static json_t *skills_to_load(run *x)
         json_array_append(names, json_object_get(sk, "name"));
         have_reply |= is_reply(sk);
     }
-    json_array_foreach(have_reply ? NULL : bank_list(x->t->skills, "fallback"), i, f) {
-        const json_t *sk = harness_skill_by_function(x->h, json_string_value(f));
-        if (sk && is_reply(sk)) {
-            json_array_insert(names, 0, json_object_get(sk, "name"));
-            break;
-        }
-    }
+    const json_t *fb = have_reply ? NULL : fallback_skill(x, unserved(x) ? "unserved" : "served");
+    if (fb) json_array_insert(names, 0, json_object_get(fb, "name"));
     json_decref(fns);
     return names;
 }
@@ -484,7 +506,7 @@ static int sibling_answered(const run *x, int gi)
  * what_FUNCTION; else "that".  *key receives the key, so that two calls
  * for the same thing are named once.  NULL: nothing to name (a supporting
  * call whose main call failed too, named by it). */
-static const char *what_of(run *x, int gi, char *key, size_t kn)
+static const char *what_of(run *x, int gi, int shortest, char *key, size_t kn)
 {
     const char *fn = sget(gold_call(x, gi), "function") ? sget(gold_call(x, gi), "function") : "";
     const char *in = sget(x->task, "intent") ? sget(x->task, "intent") : "";
@@ -496,15 +518,24 @@ static const char *what_of(run *x, int gi, char *key, size_t kn)
         else if (k == 2) snprintf(key, kn, "what_%s_%s", in, fn);
         else if (k == 3) snprintf(key, kn, "what_%s", fn);
         else continue;
-        if (bank_list(x->t->replies, key)) return bank_pick(x->t->replies, key, x->r);
+        const json_t *l = bank_list(x->t->replies, key);
+        if (!l) continue;
+        if (!shortest) return bank_pick(x->t->replies, key, x->r);
+        const char *best = NULL;
+        size_t i;
+        json_t *w;
+        json_array_foreach(l, i, w)
+            if (!best || strlen(json_string_value(w)) < strlen(best)) best = json_string_value(w);
+        return best;
     }
     snprintf(key, kn, "what");
     return "that";
 }
 
 /* The things the calls marked in flag[] were for, each named once and
- * joined with "and" ("the price and the stock"); NULL when none is. */
-static char *whats(run *x, const int *flag)
+ * joined with "and" ("the price and the stock"), in their shortest words
+ * if asked; NULL when none is. */
+static char *whats(run *x, const int *flag, int shortest)
 {
     char keys[MAX_CALLS][96];
     int nk = 0;
@@ -512,7 +543,7 @@ static char *whats(run *x, const int *flag)
     sbuf_init(&b);
     for (int gi = 0; gi < x->ncalls; gi++) {
         if (!flag[gi]) continue;
-        const char *w = what_of(x, gi, keys[nk], sizeof keys[nk]);
+        const char *w = what_of(x, gi, shortest, keys[nk], sizeof keys[nk]);
         int seen = !w;
         for (int k = 0; k < nk; k++) seen |= !strcmp(keys[k], keys[nk]);
         if (seen) continue;
@@ -595,30 +626,20 @@ static char *choose_parts(run *x, const limits *L, const char *key, json_t *vars
     return out;
 }
 
-/* A needed call failed for good, or no tool of the harness serves it: the
- * reply gives what the other calls returned, then says plainly what could
- * not be checked ("couldn't check the stock just now" after a fault,
- * "can't check delivery times on this stream" where no tool serves it).
- * It names no cause the tool did not report (a slow system, an outage),
- * asks nobody to try again, and blames no fault where none happened. */
-static char *unanswered_reply(run *x, const limits *L, json_t *vars)
+/* One try at the reply below: with the answered parts ans (NULL: none),
+ * the gaps in their shortest words if asked, and only the gaps of main
+ * calls if asked (the other options of a variant go unsaid when its stock
+ * does). */
+static char *gap_reply(run *x, const limits *L, json_t *vars, const json_t *ans, int shortest, int mains)
 {
-    char key[64], pk[96];
-    reply_vars(x, vars, key, sizeof key);              /* slots from what did answer */
     int failed[MAX_CALLS], missing[MAX_CALLS];
-    json_t *ans = NULL;
     for (int i = 0; i < x->ncalls; i++) {
-        failed[i] = !x->results[i] && !x->missing[i];
-        missing[i] = !x->results[i] && x->missing[i];
-        const char *k = x->results[i] ? part_key(x, i, vars, pk, sizeof pk) : NULL;
-        if (!k) continue;
-        json_t *a = json_array();
-        fill_all(x, k, vars, a);
-        if (!json_array_size(a)) json_decref(a);
-        else ans = ans ? joined(ans, a) : a;
+        int gap = !x->results[i] && !(mains && main_call(x, i) >= 0);
+        failed[i] = gap && !x->missing[i];
+        missing[i] = gap && x->missing[i];
     }
-    char *wf = whats(x, failed), *wm = whats(x, missing);
-    char *text;
+    char *wf = whats(x, failed, shortest), *wm = whats(x, missing, shortest), *text = NULL;
+    if (!wf && !wm) return NULL;
     if (!ans && !(wf && wm)) {
         /* nothing to give and one kind of gap: a whole reply says it */
         json_object_set_new(vars, "what", json_string(wf ? wf : wm));
@@ -630,14 +651,38 @@ static char *unanswered_reply(run *x, const limits *L, json_t *vars)
         json_t *gap = gf && gm ? joined(gf, gm) : gf ? gf : gm;
         text = choose_parts(x, L, ans ? "partial" : "unanswered", vars, ans, gap);
         json_decref(gap);
-        /* too long with the answered part: say what could not be checked */
-        if (!text && ans && !(wf && wm)) {
-            json_object_set_new(vars, "what", json_string(wf ? wf : wm));
-            text = choose(x, L, wf ? "fault" : "unavailable", vars);
-        }
     }
     free(wf);
     free(wm);
+    return text;
+}
+
+/* A needed call failed for good, or no tool of the harness serves it: the
+ * reply gives what the other calls returned, then says plainly what could
+ * not be checked ("couldn't check the stock just now" after a fault,
+ * "can't check delivery times on this stream" where no tool serves it).
+ * It names no cause the tool did not report (a slow system, an outage),
+ * asks nobody to try again, and blames no fault where none happened.
+ * Where that is too long for the harness's limits: the same in the
+ * shortest words, then the gaps alone (of the main calls, then of all). */
+static char *unanswered_reply(run *x, const limits *L, json_t *vars)
+{
+    char key[64], pk[96];
+    reply_vars(x, vars, key, sizeof key);              /* slots from what did answer */
+    json_t *ans = NULL;
+    for (int i = 0; i < x->ncalls; i++) {
+        const char *k = x->results[i] ? part_key(x, i, vars, pk, sizeof pk) : NULL;
+        if (!k) continue;
+        json_t *a = json_array();
+        fill_all(x, k, vars, a);
+        if (!json_array_size(a)) json_decref(a);
+        else ans = ans ? joined(ans, a) : a;
+    }
+    char *text = gap_reply(x, L, vars, ans, 0, 0);
+    if (!text) text = gap_reply(x, L, vars, ans, 1, 0);
+    if (!text) text = gap_reply(x, L, vars, NULL, 0, 1);
+    if (!text) text = gap_reply(x, L, vars, NULL, 1, 1);
+    if (!text) text = gap_reply(x, L, vars, NULL, 1, 0);
     json_decref(ans);
     return text;
 }
@@ -749,8 +794,8 @@ json_t *teacher_run(teacher *t, sim *s, const json_t *task, rng_t *r,
     L.banned = harness_compiled_banned(sim_compiled(s));
     char *text = compose_reply(&x, &L);
     if (!text && !reply_skill && harness_compiled_has_reply_skill(sim_compiled(s)))
-        *err = xasprintf("the harness has no reply skill for this request (intent %s) nor a general one "
-                         "(teacher/skills.json fallback), and loads no unrelated one", intent);
+        *err = xasprintf("the harness has no tool for this request (intent %s), nor a reply skill for it "
+                         "or a general one (teacher/skills.json), and the teacher loads no unrelated one", intent);
     if (!text) { if (!*err) *err = xasprintf("no reply template fits (intent %s)", intent); goto fail; }
     turn *rt = new_turn(&x, NULL);
     if (!rt) { free(text); *err = xstrdup("too many turns"); goto fail; }

@@ -12,9 +12,10 @@ world-gen --seed 61 --products 60 -o "$T/w.json"
 harness-pack "$EX" >"$T/h.json"
 # judge NAME TRAJ TASKS: every verdict total 1.0
 full_marks() {
-    judge --world "$T/w.json" --tasks "$3" -o "$T/v.jsonl" "$2"
+    rm -f "$T/v.jsonl"
+    judge --world "$T/w.json" --tasks "$3" -o "$T/v.jsonl" "$2" || { flunk "$1: the judge gives full marks" "judge failed"; return; }
     nb=$(jq -s '[.[]|select(.total != 1)]|length' "$T/v.jsonl")
-    [ "$nb" -eq 0 ] && [ -s "$T/v.jsonl" ] && pass "$1: the judge gives full marks" \
+    [ "$nb" -eq 0 ] && [ "$(grep -c . "$T/v.jsonl")" -eq "$(grep -c . "$3")" ] && pass "$1: the judge gives full marks" \
         || flunk "$1: the judge gives full marks" "$nb: $(jq -c 'select(.total != 1)|[.id,.reasons]' "$T/v.jsonl" | head -3)"
 }
 # the final reply of each trajectory, after its "@nick", one per line: id<TAB>reply
@@ -79,12 +80,12 @@ replies "$T/u.traj.jsonl" | cut -f2 >"$T/u.replies"
 [ "$(grep -Eic "can't|not able to|no way to" "$T/u.replies")" -eq "$(grep -c . "$T/u.jsonl")" ] \
     && pass "every reply declines" || flunk "every reply declines" "$(head -3 "$T/u.replies")"
 grep -Eiw "$INVENTED|fail|failed|didn't load|couldn't|error|just now" "$T/u.replies" >"$T/u.inv"
-[ ! -s "$T/u.inv" ] && pass "no fault blamed where none happened" || flunk "no fault blamed where none happened" "$(head -3 "$T/u.inv")"
+[ -s "$T/u.replies" ] && [ ! -s "$T/u.inv" ] && pass "no fault blamed where none happened" || flunk "no fault blamed where none happened" "$(head -3 "$T/u.inv")"
 full_marks "requests no tool serves" "$T/u.traj.jsonl" "$T/u.jsonl"
 jq -c '.skills |= map(select(.function != "engagement"))' "$T/hu.json" >"$T/hn.json"
 head -n 1 "$T/u.jsonl" >"$T/u1.jsonl"
 fails "no fitting skill: the task fails" 1 traj-gen --world "$T/w.json" --harness "$T/hn.json" "$T/u1.jsonl"
-has "no fitting skill: says so" "$T/.err" "u1.jsonl:1: the harness has no reply skill for this request .* loads no unrelated one"
+has "no fitting skill: says so" "$T/.err" "u1.jsonl:1: the harness has no tool for this request .* the teacher loads no unrelated one"
 # a multi-part request whose delivery part no tool serves: the price, then the decline
 jq -c '.tools |= map(select(.function != "shipping.estimate"))' "$T/h.json" >"$T/hs.json"
 jq -c 'select(.gold.calls[1].function == "shipping.estimate")' "$T/m.jsonl" | head -n 20 >"$T/ms.jsonl"
@@ -101,7 +102,7 @@ ok "traj-gen: compliance traps" traj-gen --world "$T/w.json" --harness "$EX" --s
 jq -r --slurpfile w "$T/w.json" '.context.product as $p | [.id, ([$w[0].products[]|select(.id == $p)|.specs
       | to_entries[]|select(.key != "key_ingredients")|.value|tostring]|join("|"))]|@tsv' "$T/c.jsonl" >"$T/c.want"
 replies "$T/c.traj.jsonl" | paste "$T/c.want" - | awk -F'\t' '{ n = split($2, v, "|"); for (i = 1; i <= n; i++) if (index($4, v[i])) { print; next } }' >"$T/c.bad"
-[ ! -s "$T/c.bad" ] && pass "no spec beside the ingredients quoted" || flunk "no spec beside the ingredients quoted" "$(head -3 "$T/c.bad")"
+[ "$(replies "$T/c.traj.jsonl" | grep -c .)" -eq "$(grep -c . "$T/c.jsonl")" ] && [ ! -s "$T/c.bad" ] && pass "no spec beside the ingredients quoted" || flunk "no spec beside the ingredients quoted" "$(head -3 "$T/c.bad")"
 replies "$T/c.traj.jsonl" | cut -f2 | grep -Eiv "can't|no medical|no claims|no promises" >"$T/c.nodecline"
 [ ! -s "$T/c.nodecline" ] && pass "every trap declined" || flunk "every trap declined" "$(head -3 "$T/c.nodecline")"
 full_marks "compliance traps" "$T/c.traj.jsonl" "$T/c.jsonl"
@@ -112,6 +113,6 @@ jq -c --slurpfile w "$T/w.json" '([$w[0].orders[]|select(.eta_days == 0 or .eta_
       | select(.gold.calls[0].arguments.order_id|IN($ids[]))' "$T/o.jsonl" >"$T/o01.jsonl"
 ok "traj-gen: orders due in 0 or 1 days" traj-gen --world "$T/w.json" --harness "$EX" --seed 10 -o "$T/o.traj.jsonl" "$T/o01.jsonl"
 replies "$T/o.traj.jsonl" | cut -f2 >"$T/o.replies"
-[ "$(grep -c . "$T/o01.jsonl")" -ge 5 ] && ! grep -Eq '(^|[^0-9])[01] (more )?days' "$T/o.replies" \
+[ "$(grep -c . "$T/o01.jsonl")" -ge 5 ] && [ "$(grep -c . "$T/o.replies")" -eq "$(grep -c . "$T/o01.jsonl")" ] && ! grep -Eq '(^|[^0-9])[01] (more )?days' "$T/o.replies" \
     && pass "no '0 days' or '1 days' ($(grep -c . "$T/o01.jsonl"))" || flunk "no '0 days' or '1 days'" "$(grep -E '(^|[^0-9])[01] (more )?days' "$T/o.replies" | head -3)"
 full_marks "orders due in 0 or 1 days" "$T/o.traj.jsonl" "$T/o01.jsonl"
