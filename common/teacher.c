@@ -19,7 +19,7 @@ typedef struct {
 } hlimits;
 
 struct teacher {
-    json_t *replies, *think;
+    json_t *replies, *think, *skills;
 };
 
 teacher *teacher_new(void)
@@ -27,7 +27,8 @@ teacher *teacher_new(void)
     teacher *t = xcalloc(1, sizeof *t);
     t->replies = bank_load("teacher/replies.json");
     t->think = bank_load("teacher/think.json");
-    if (!t->replies || !t->think) { teacher_free(t); return NULL; }
+    t->skills = bank_load("teacher/skills.json");
+    if (!t->replies || !t->think || !t->skills) { teacher_free(t); return NULL; }
     return t;
 }
 
@@ -36,6 +37,7 @@ void teacher_free(teacher *t)
     if (!t) return;
     json_decref(t->replies);
     json_decref(t->think);
+    json_decref(t->skills);
     free(t);
 }
 
@@ -95,8 +97,40 @@ static json_t *add_call(run *x, turn *tu, const char *name, json_t *args, int go
 
 /* ---- skills ----------------------------------------------------------------- */
 
-/* Skill names to load: the gold functions present in this harness, plus a
- * reply skill if none of them is one. */
+static int is_reply(const json_t *sk) { return sget(sk, "kind") && !strcmp(sget(sk, "kind"), "reply"); }
+
+/* A needed call has no tool in this harness. */
+static int unserved(const run *x)
+{
+    size_t i;
+    json_t *c;
+    json_array_foreach(json_object_get(json_object_get(x->task, "gold"), "calls"), i, c)
+        if (!harness_tool_by_function(x->h, sget(c, "function"))) return 1;
+    return 0;
+}
+
+/* The reply skill of the first function of the skills.json list that the
+ * harness has ("any": its first reply skill), or NULL. */
+static const json_t *fallback_skill(run *x, const char *list)
+{
+    size_t i, j;
+    json_t *f, *sk;
+    json_array_foreach(bank_list(x->t->skills, list), i, f) {
+        if (!strcmp(json_string_value(f), "any")) {
+            json_array_foreach(json_object_get(x->h, "skills"), j, sk) if (is_reply(sk)) return sk;
+            continue;
+        }
+        const json_t *s = harness_skill_by_function(x->h, json_string_value(f));
+        if (s && is_reply(s)) return s;
+    }
+    return NULL;
+}
+
+/* Skill names to load: the gold functions present in this harness, plus,
+ * if none of them is a reply skill, the fallback of data/teacher/skills.json:
+ * a request a missing tool leaves unserved is declined under the harness's
+ * general skill or none, never an unrelated one loaded only to get past
+ * skill_required; a served one gets the general skill, else any. */
 static json_t *skills_to_load(run *x)
 {
     json_t *fns = task_gold_skills(x->task), *names = json_array();
@@ -107,15 +141,10 @@ static json_t *skills_to_load(run *x)
         const json_t *sk = harness_skill_by_function(x->h, json_string_value(f));
         if (!sk) continue;
         json_array_append(names, json_object_get(sk, "name"));
-        have_reply |= sget(sk, "kind") && !strcmp(sget(sk, "kind"), "reply");
+        have_reply |= is_reply(sk);
     }
-    if (!have_reply) {
-        json_array_foreach(json_object_get(x->h, "skills"), i, f)
-            if (sget(f, "kind") && !strcmp(sget(f, "kind"), "reply")) {
-                json_array_insert(names, 0, json_object_get(f, "name"));
-                break;
-            }
-    }
+    const json_t *fb = have_reply ? NULL : fallback_skill(x, unserved(x) ? "unserved" : "served");
+    if (fb) json_array_insert(names, 0, json_object_get(fb, "name"));
     json_decref(fns);
     return names;
 }
@@ -311,10 +340,8 @@ static const char *reply_vars(run *x, json_t *v, char *key, size_t kn)
             const char *spec = sget(json_object_get(task, "context"), "spec");
             const json_t *specs = json_object_get(r, "specs");
             if (spec) set_str(v, "value", specs, spec);
-            else if (!json_object_get(v, "value")) {
-                const char *k; json_t *sv;
-                json_object_foreach((json_t *)specs, k, sv) { if (json_is_string(sv)) { json_object_set(v, "value", sv); break; } }
-            }
+            /* what a claim about effects can be steered to: what is in it */
+            set_str(v, "ingredients", specs, "key_ingredients");
             const json_t *ret = json_object_get(r, "returns");
             set_str(v, "return_days", ret, "days");
             set_str(v, "condition", ret, "condition");
@@ -362,8 +389,11 @@ static const char *reply_vars(run *x, json_t *v, char *key, size_t kn)
     else if (!strcmp(intent, "stock")) k = stock_key(v, "", key, kn);
     else if (!strcmp(intent, "specs")) { snprintf(key, kn, "spec_%s", sget(json_object_get(task, "context"), "spec")); k = key; }
     else if (!strcmp(intent, "returns")) k = json_number_value(json_object_get(v, "return_days")) > 0 ? "returns" : "returns_none";
-    else if (!strcmp(intent, "order_status")) k = json_object_get(v, "eta_days") ? "order_eta" : "order";
-    else if (!strcmp(intent, "compliance_trap")) k = json_object_get(v, "value") ? "compliance" : "compliance_plain";
+    else if (!strcmp(intent, "order_status")) {
+        const json_t *eta = json_object_get(v, "eta_days");
+        /* "0 days left" is today, "1 days" is one day */
+        k = !eta ? "order" : json_integer_value(eta) == 0 ? "order_eta_today" : json_integer_value(eta) == 1 ? "order_eta_one" : "order_eta";
+    } else if (!strcmp(intent, "compliance_trap")) k = json_object_get(v, "ingredients") ? "compliance" : "compliance_plain";
     else if (!strcmp(intent, "ambiguous")) k = "clarify";
     else if (!strcmp(intent, "multi_intent")) k = "multi";
     return k;
@@ -430,17 +460,241 @@ static char *choose_multi(run *x, const limits *L, json_t *vars)
     return out;
 }
 
+/* ---- replies after faults and declines ------------------------------------------- */
+
+static const json_t *gold_call(const run *x, int gi)
+{
+    return json_array_get(json_object_get(json_object_get(x->task, "gold"), "calls"), (size_t)gi);
+}
+
+/* The earlier gold call that call gi supports, or -1: one of the same
+ * function with more arguments (the stock of every variant, for an
+ * alternative, after the stock of the asked one).  A supporting call's
+ * result adds to its main call's answer instead of making one. */
+static int main_call(const run *x, int gi)
+{
+    const json_t *c = gold_call(x, gi), *a = json_object_get(c, "arguments");
+    for (int i = 0; i < gi; i++) {
+        const json_t *m = gold_call(x, i), *ma = json_object_get(m, "arguments");
+        if (!sget(m, "function") || !sget(c, "function") || strcmp(sget(m, "function"), sget(c, "function"))
+            || json_object_size(ma) <= json_object_size(a)) continue;
+        const char *k;
+        json_t *v;
+        int sub = 1;
+        json_object_foreach((json_t *)a, k, v) sub &= json_equal(v, json_object_get(ma, k));
+        if (sub) return i;
+    }
+    return -1;
+}
+
+/* Another main call of gi's function answered (the other product of a
+ * comparison). */
+static int sibling_answered(const run *x, int gi)
+{
+    const char *fn = sget(gold_call(x, gi), "function");
+    for (int i = 0; i < x->ncalls; i++)
+        if (i != gi && x->results[i] && main_call(x, i) < 0 && fn && sget(gold_call(x, i), "function")
+            && !strcmp(fn, sget(gold_call(x, i), "function"))) return 1;
+    return 0;
+}
+
+/* What gold call gi was for, in the viewer's terms ("the price", "the
+ * stock"), from the first of these bank keys that exists:
+ * what_FUNCTION_other for a supporting call whose main call answered
+ * ("the other options"), what_INTENT_FUNCTION_partial where another call
+ * of the function answered ("the other price"), what_INTENT_FUNCTION,
+ * what_FUNCTION; else "that".  *key receives the key, so that two calls
+ * for the same thing are named once.  NULL: nothing to name (a supporting
+ * call whose main call failed too, named by it). */
+static const char *what_of(run *x, int gi, int shortest, char *key, size_t kn)
+{
+    const char *fn = sget(gold_call(x, gi), "function") ? sget(gold_call(x, gi), "function") : "";
+    const char *in = sget(x->task, "intent") ? sget(x->task, "intent") : "";
+    int m = main_call(x, gi);
+    if (m >= 0 && !x->results[m]) return NULL;
+    for (int k = 0; k < 4; k++) {
+        if (k == 0 && m >= 0) snprintf(key, kn, "what_%s_other", fn);
+        else if (k == 1 && m < 0 && sibling_answered(x, gi)) snprintf(key, kn, "what_%s_%s_partial", in, fn);
+        else if (k == 2) snprintf(key, kn, "what_%s_%s", in, fn);
+        else if (k == 3) snprintf(key, kn, "what_%s", fn);
+        else continue;
+        const json_t *l = bank_list(x->t->replies, key);
+        if (!l) continue;
+        if (!shortest) return bank_pick(x->t->replies, key, x->r);
+        const char *best = NULL;
+        size_t i;
+        json_t *w;
+        json_array_foreach(l, i, w)
+            if (!best || strlen(json_string_value(w)) < strlen(best)) best = json_string_value(w);
+        return best;
+    }
+    snprintf(key, kn, "what");
+    return "that";
+}
+
+/* The things the calls marked in flag[] were for, each named once and
+ * joined with "and" ("the price and the stock"), in their shortest words
+ * if asked; NULL when none is. */
+static char *whats(run *x, const int *flag, int shortest)
+{
+    char keys[MAX_CALLS][96];
+    int nk = 0;
+    sbuf b;
+    sbuf_init(&b);
+    for (int gi = 0; gi < x->ncalls; gi++) {
+        if (!flag[gi]) continue;
+        const char *w = what_of(x, gi, shortest, keys[nk], sizeof keys[nk]);
+        int seen = !w;
+        for (int k = 0; k < nk; k++) seen |= !strcmp(keys[k], keys[nk]);
+        if (seen) continue;
+        if (nk++) sbuf_puts(&b, " and ");
+        sbuf_puts(&b, w);
+    }
+    if (!nk) { sbuf_free(&b); return NULL; }
+    return sbuf_detach(&b);
+}
+
+/* The part-reply bank for what answered main call gi returned
+ * (part_price, part_stock_low, part_shipping ...), intent-specific first
+ * (part_compare_price); NULL for a supporting call or a function with
+ * none. */
+static const char *part_key(run *x, int gi, const json_t *vars, char *buf, size_t n)
+{
+    const char *fn = sget(gold_call(x, gi), "function"), *base = NULL;
+    char sk[64];
+    if (!fn || main_call(x, gi) >= 0) return NULL;
+    if (!strcmp(fn, "product.lookup")) base = json_object_get(vars, "flash_price") ? "part_price_flash" : "part_price";
+    else if (!strcmp(fn, "inventory.check")) base = stock_key(vars, "part_", sk, sizeof sk);
+    else if (!strcmp(fn, "shipping.estimate")) base = "part_shipping";
+    if (!base) return NULL;
+    snprintf(buf, n, "part_%s_%s", sget(x->task, "intent"), base + 5);
+    if (bank_list(x->t->replies, buf)) return buf;
+    snprintf(buf, n, "%s", base);
+    return buf;
+}
+
+/* Every template of key, filled from vars (the ones whose slots all have
+ * values), appended to the string array out. */
+static void fill_all(run *x, const char *key, const json_t *vars, json_t *out)
+{
+    const json_t *list = bank_list(x->t->replies, key);
+    size_t i;
+    json_t *t;
+    sbuf b;
+    sbuf_init(&b);
+    json_array_foreach(list, i, t) {
+        sbuf_reset(&b);
+        if (!bank_fill(&b, json_string_value(t), vars)) json_array_append_new(out, json_string(b.s));
+    }
+    sbuf_free(&b);
+}
+
+#define MAX_ALTS 64
+
+/* Every "a, and b" of the strings of a and b; takes both references. */
+static json_t *joined(json_t *a, json_t *b)
+{
+    json_t *out = json_array();
+    size_t i, j;
+    json_t *u, *v;
+    json_array_foreach(a, i, u)
+        json_array_foreach(b, j, v)
+            if (json_array_size(out) < MAX_ALTS)
+                json_array_append_new(out, json_sprintf("%s, and %s", json_string_value(u), json_string_value(v)));
+    json_decref(a);
+    json_decref(b);
+    return out;
+}
+
+/* A reply of key whose slots {answered} and {unanswered} take one of
+ * ans[] (none when NULL) and gap[]: every pair in random order, the first
+ * filled template that fits. */
+static char *choose_parts(run *x, const limits *L, const char *key, json_t *vars, const json_t *ans, const json_t *gap)
+{
+    size_t na = ans ? json_array_size(ans) : 1, ng = json_array_size(gap), np = 0;
+    size_t *pairs = xmalloc((na * ng + 1) * sizeof *pairs);
+    for (size_t a = 0; a < na; a++)
+        for (size_t g = 0; g < ng; g++) pairs[np++] = a * ng + g;
+    rng_shuffle(x->r, pairs, np, sizeof pairs[0]);
+    char *out = NULL;
+    for (size_t i = 0; i < np && !out; i++) {
+        if (ans) json_object_set(vars, "answered", json_array_get(ans, pairs[i] / ng));
+        json_object_set(vars, "unanswered", json_array_get(gap, pairs[i] % ng));
+        out = choose(x, L, key, vars);
+    }
+    free(pairs);
+    return out;
+}
+
+/* One try at the reply below: with the answered parts ans (NULL: none),
+ * the gaps in their shortest words if asked, and only the gaps of main
+ * calls if asked (the other options of a variant go unsaid when its stock
+ * does). */
+static char *gap_reply(run *x, const limits *L, json_t *vars, const json_t *ans, int shortest, int mains)
+{
+    int failed[MAX_CALLS], missing[MAX_CALLS];
+    for (int i = 0; i < x->ncalls; i++) {
+        int gap = !x->results[i] && !(mains && main_call(x, i) >= 0);
+        failed[i] = gap && !x->missing[i];
+        missing[i] = gap && x->missing[i];
+    }
+    char *wf = whats(x, failed, shortest), *wm = whats(x, missing, shortest), *text = NULL;
+    if (!wf && !wm) return NULL;
+    if (!ans && !(wf && wm)) {
+        /* nothing to give and one kind of gap: a whole reply says it */
+        json_object_set_new(vars, "what", json_string(wf ? wf : wm));
+        text = choose(x, L, wf ? "fault" : "unavailable", vars);
+    } else {
+        json_t *gf = NULL, *gm = NULL;
+        if (wf) { json_object_set_new(vars, "what", json_string(wf)); fill_all(x, "part_fault", vars, gf = json_array()); }
+        if (wm) { json_object_set_new(vars, "what", json_string(wm)); fill_all(x, "part_unavailable", vars, gm = json_array()); }
+        json_t *gap = gf && gm ? joined(gf, gm) : gf ? gf : gm;
+        text = choose_parts(x, L, ans ? "partial" : "unanswered", vars, ans, gap);
+        json_decref(gap);
+    }
+    free(wf);
+    free(wm);
+    return text;
+}
+
+/* A needed call failed for good, or no tool of the harness serves it: the
+ * reply gives what the other calls returned, then says plainly what could
+ * not be checked ("couldn't check the stock just now" after a fault,
+ * "can't check delivery times on this stream" where no tool serves it).
+ * It names no cause the tool did not report (a slow system, an outage),
+ * asks nobody to try again, and blames no fault where none happened.
+ * Where that is too long for the harness's limits: the same in the
+ * shortest words, then the gaps alone (of the main calls, then of all). */
+static char *unanswered_reply(run *x, const limits *L, json_t *vars)
+{
+    char key[64], pk[96];
+    reply_vars(x, vars, key, sizeof key);              /* slots from what did answer */
+    json_t *ans = NULL;
+    for (int i = 0; i < x->ncalls; i++) {
+        const char *k = x->results[i] ? part_key(x, i, vars, pk, sizeof pk) : NULL;
+        if (!k) continue;
+        json_t *a = json_array();
+        fill_all(x, k, vars, a);
+        if (!json_array_size(a)) json_decref(a);
+        else ans = ans ? joined(ans, a) : a;
+    }
+    char *text = gap_reply(x, L, vars, ans, 0, 0);
+    if (!text) text = gap_reply(x, L, vars, ans, 1, 0);
+    if (!text) text = gap_reply(x, L, vars, NULL, 0, 1);
+    if (!text) text = gap_reply(x, L, vars, NULL, 1, 1);
+    if (!text) text = gap_reply(x, L, vars, NULL, 1, 0);
+    json_decref(ans);
+    return text;
+}
+
 static char *compose_reply(run *x, const limits *L)
 {
     json_t *vars = json_object();
     json_object_set(vars, "nick", json_object_get(json_object_get(x->task, "viewer"), "nick"));
-    int any_failed = 0, any_missing = 0;
-    for (int i = 0; i < x->ncalls; i++) any_failed |= x->failed[i], any_missing |= x->missing[i];
+    int gaps = 0;
+    for (int i = 0; i < x->ncalls; i++) gaps |= !x->results[i];
     char key[64], *text;
-    /* A fault is owned up to; a request no tool of the harness serves is
-     * declined as such, with no fault invented for it. */
-    if (any_failed) text = choose(x, L, "fault", vars);
-    else if (any_missing) text = choose(x, L, "unavailable", vars);
+    if (gaps) text = unanswered_reply(x, L, vars);
     else {
         const char *k = reply_vars(x, vars, key, sizeof key);
         text = !strcmp(k, "multi") ? choose_multi(x, L, vars) : choose(x, L, k, vars);
@@ -526,6 +780,10 @@ json_t *teacher_run(teacher *t, sim *s, const json_t *task, rng_t *r,
     /* Skills first, calls next, reply last; when the turn budget is tight
      * the skill loads share the first call turn. */
     json_t *names = skills_to_load(&x);
+    int reply_skill = 0;
+    size_t ni;
+    json_t *nm;
+    json_array_foreach(names, ni, nm) reply_skill |= is_reply(harness_skill_by_name(x.h, json_string_value(nm)));
     turn *first = new_turn(&x, think);
     load_skills(&x, first, names);
     json_decref(names);
@@ -535,7 +793,10 @@ json_t *teacher_run(teacher *t, sim *s, const json_t *task, rng_t *r,
     limits L = { x.lim.max_chars, x.lim.max_emoji, NULL, json_object_get(json_object_get(task, "gold"), "must_not") };
     L.banned = harness_compiled_banned(sim_compiled(s));
     char *text = compose_reply(&x, &L);
-    if (!text) { *err = xasprintf("no reply template fits (intent %s)", intent); goto fail; }
+    if (!text && !reply_skill && harness_compiled_has_reply_skill(sim_compiled(s)))
+        *err = xasprintf("the harness has no tool for this request (intent %s), nor a reply skill for it "
+                         "or a general one (teacher/skills.json), and the teacher loads no unrelated one", intent);
+    if (!text) { if (!*err) *err = xasprintf("no reply template fits (intent %s)", intent); goto fail; }
     turn *rt = new_turn(&x, NULL);
     if (!rt) { free(text); *err = xstrdup("too many turns"); goto fail; }
     json_object_set_new(rt->asst, "content", json_string(text));

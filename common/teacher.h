@@ -8,8 +8,13 @@
  * with the viewer's own wording as arguments, retries faults only as
  * hooks.tool_retry allows, and replies with facts read back from the tool
  * results (harness_unwrap), phrased from data/teacher/replies.json within
- * the harness's max_chars and max_emoji.  Every reply it sends passes
- * sim_reply; when none can, teacher_run fails rather than cheat. */
+ * the harness's max_chars and max_emoji.  When a needed call fails for
+ * good, or no tool of the harness serves it, the reply gives what the
+ * other calls returned and names what could not be checked, with no cause
+ * the tool did not report; a request no reply skill of its own serves is
+ * answered under the harness's general skill (data/teacher/skills.json),
+ * never an unrelated one.  Every reply it sends passes sim_reply; when
+ * none can, teacher_run fails rather than cheat. */
 #ifndef HAT_TEACHER_H
 #define HAT_TEACHER_H
 

@@ -4,7 +4,7 @@
 # the eight kinds, a task for every trajectory, its own world (world3.json), the
 # fresh harness (harness3/) it was partly written under, every line renders
 # under its own harness, some requests are served by no tool, and
-# src/heldout3.material.sh + src/build.py rebuild the three files byte for byte.
+# src/heldout3.material.sh (with src/heldout3.pins.jsonl) + src/build.py rebuild the three files byte for byte.
 # Scoring it is left to whoever measures the judge (the set's README).
 . "$HAT_TOP/tests/cli/lib.sh"
 T=$(mktmp)
@@ -71,6 +71,10 @@ if command -v python3 >/dev/null 2>&1; then
     else
         flunk "material script and build.py run" "$(tail -c 400 "$T/b/material.log" "$T/b/build.log" 2>/dev/null)"
     fi
+    # the pinned trajectories (src/pin.py) differ from today's teacher only in the skill
+    # it loads for a request no skill of its harness serves
+    ok "pins only keep the skill loaded for unserved requests" python3 "$H/src/pin.py" --check \
+        "$H/src/heldout3.pins.jsonl" "$T/b/ho3.teacher.live.jsonl" "$T/b/ho3.tasks.jsonl" "$T/b/harness.json"
     for f in traj labels tasks; do
         same "build.py reproduces heldout3.$f.jsonl" "$H/heldout3.$f.jsonl" "$T/b/out/heldout3.$f.jsonl"
     done

@@ -5,8 +5,9 @@
 # world-gen --seed 41), the fresh harness4/ about half of it runs under (its own
 # limits and banned terms, no text shared with the other harnesses), every line
 # renders under its own harness, the teacher plays every intent under harness4,
-# some requests are served by no tool, and src/heldout4.material.sh +
-# src/build.py rebuild the three files byte for byte.  Scoring it (agreement
+# some requests are served by no tool, and src/heldout4.material.sh (with
+# src/heldout4.pins.jsonl, see src/pin.py) + src/build.py rebuild the three files
+# byte for byte.  Scoring it (agreement
 # with the judge) is left to whoever measures the judge (the set's README).
 . "$HAT_TOP/tests/cli/lib.sh"
 T=$(mktmp)
@@ -105,6 +106,10 @@ if command -v python3 >/dev/null 2>&1; then
     else
         flunk "material script and build.py run" "$(tail -c 400 "$T/b/material.log" "$T/b/build.log" 2>/dev/null)"
     fi
+    # the pinned trajectories (src/pin.py) differ from today's teacher only in the skill
+    # it loads for a request no skill of its harness serves
+    ok "pins only keep the skill loaded for unserved requests" python3 "$H/src/pin.py" --check \
+        "$H/src/heldout4.pins.jsonl" "$T/b/ho4.teacher.live.jsonl" "$T/b/ho4.tasks.jsonl" "$T/b/harness.json"
     for f in traj labels tasks; do
         same "build.py reproduces heldout4.$f.jsonl" "$H/heldout4.$f.jsonl" "$T/b/out/heldout4.$f.jsonl"
     done
