@@ -25,6 +25,7 @@
  * regions of a few microseconds each).  See generate.h on OMP_WAIT_POLICY. */
 #include "kernels.h"
 #include "cpu/vecmath.h"
+#include "util.h"
 
 #include <math.h>
 #include <omp.h>
@@ -536,7 +537,7 @@ static inline __attribute__((always_inline)) void att_values(float *o, const flo
 
 /* Rows of one task: NR (up to ATT_GROUP) rows on the same shared prefix
  * (or one row), their queries, outputs, own caches and lengths. */
-#define ATT_GROUP 4
+#define ATT_GROUP 16
 #define ATT_CHUNK 64     /* prefix keys whose K or V rows stay in L1 while every row of a group uses them */
 typedef struct {
     int nr, np;
@@ -585,43 +586,191 @@ static void att_task(const att_group *g, int gq, int KV, int kh, int D, int stri
     for (; h < gq; h++) att_heads(g, h, KV, kh, D, stride, 1);
 }
 
+#ifdef HAT_Z
+/* ---- the same on AVX-512 tiles, two query heads to a register
+ * Scores: a row's two query heads' chunk c packed as [head a | head b]
+ * (all of q in registers), each key's chunk broadcast to both halves;
+ * a lane computes what att_scores' lane does, and lanes8's tree sums
+ * the 8 keys of a block for both heads at once (zlanes8x8).  Values:
+ * 16 elements to a register, each element's chain over the keys in
+ * order as in att_values.  So the same bits, with half the
+ * multiply-add instructions and no horizontal sums of single keys. */
+ZTARGET static inline __attribute__((always_inline)) void zatt_scores(float *p, size_t ps, const float *q,
+                                                                     const float *kc, int n, int KV, int kh,
+                                                                     int D, float scale)
+{
+    int nc = D / 8, s = 0;
+    size_t ks = (size_t)KV * D;
+    const float *k0 = kc + (size_t)kh * D;
+    __m512 qz[16];
+    UNROLL for (int c = 0; c < nc; c++)
+        qz[c] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(q + 8 * c)),
+                                   _mm256_loadu_ps(q + D + 8 * c), 1);
+    const __m512 sc = _mm512_set1_ps(scale);
+    for (; s + 8 <= n; s += 8) {
+        __m512 acc[8];
+        UNROLL for (int j = 0; j < 8; j++) acc[j] = _mm512_setzero_ps();
+        UNROLL for (int c = 0; c < nc; c++)
+            UNROLL for (int j = 0; j < 8; j++)
+                acc[j] = _mm512_fmadd_ps(qz[c], _mm512_broadcast_f32x8(_mm256_loadu_ps(k0 + (s + j) * ks + 8 * c)),
+                                         acc[j]);
+        __m512 t = _mm512_mul_ps(zlanes8x8(acc), sc);
+        _mm256_storeu_ps(p + s, _mm512_castps512_ps256(t));
+        _mm256_storeu_ps(p + ps + s, _mm512_extractf32x8_ps(t, 1));
+    }
+    for (; s < n; s++) {
+        __m512 acc = _mm512_setzero_ps();
+        UNROLL for (int c = 0; c < nc; c++)
+            acc = _mm512_fmadd_ps(qz[c], _mm512_broadcast_f32x8(_mm256_loadu_ps(k0 + s * ks + 8 * c)), acc);
+        p[s] = lanes8((v8)_mm512_castps512_ps256(acc)) * scale;
+        p[ps + s] = lanes8((v8)_mm512_extractf32x8_ps(acc, 1)) * scale;
+    }
+}
+
+#define ZVBLOCK(S0, S1, BASE)                                                             \
+    for (int s = (S0); s < (S1); s++) {                                                   \
+        __m512 w0 = _mm512_set1_ps(p[s]), w1 = _mm512_set1_ps(p[ps + s]);                 \
+        UNROLL for (int j = 0; j < 4; j++) {                                              \
+            if (j >= nb) break;                                                           \
+            __m512 x = _mm512_loadu_ps((BASE) + s * vs + i + 16 * j);                     \
+            acc[0][j] = _mm512_fmadd_ps(w0, x, acc[0][j]);                                \
+            acc[1][j] = _mm512_fmadd_ps(w1, x, acc[1][j]);                                \
+        }                                                                                 \
+    }
+ZTARGET static inline __attribute__((always_inline)) void zatt_values(float *o, const float *p, size_t ps,
+                                                                     const float *vp, int np, const float *vc,
+                                                                     int s0, int s1, int KV, int kh, int D)
+{
+    size_t vs = (size_t)KV * D;
+    const float *v0 = vc + (size_t)kh * D, *vp0 = vp ? vp + (size_t)kh * D : v0;
+    int mid = np < s0 ? s0 : np > s1 ? s1 : np;
+    for (int i = 0; i < D; i += 64) {
+        int nb = D - i >= 64 ? 4 : (D - i) / 16;
+        __m512 acc[2][4];
+        UNROLL for (int h = 0; h < 2; h++) UNROLL for (int j = 0; j < 4; j++)
+            acc[h][j] = s0 && j < nb ? _mm512_loadu_ps(o + h * D + i + 16 * j) : _mm512_setzero_ps();
+        ZVBLOCK(s0, mid, vp0)
+        ZVBLOCK(mid, s1, v0)
+        UNROLL for (int h = 0; h < 2; h++) UNROLL for (int j = 0; j < 4; j++)
+            if (j < nb) _mm512_storeu_ps(o + h * D + i + 16 * j, acc[h][j]);
+    }
+}
+#undef ZVBLOCK
+
+/* att_heads for G = 2 on these tiles. */
+ZTARGET static inline __attribute__((always_inline)) void zatt_heads(const att_group *g, int h0, int KV, int kh,
+                                                                    int D, int stride)
+{
+    float scale = 1.0f / sqrtf((float)D);
+    size_t ks = (size_t)KV * D, hq = (size_t)h0 * D, hp = (size_t)h0 * stride;
+    int np = g->np;
+    for (int s0 = 0; s0 < np; s0 += ATT_CHUNK) {
+        int c = np - s0 < ATT_CHUNK ? np - s0 : ATT_CHUNK;
+        for (int r = 0; r < g->nr; r++)
+            zatt_scores(g->p[r] + hp + s0, stride, g->q[r] + hq, g->kp + s0 * ks, c, KV, kh, D, scale);
+    }
+    for (int r = 0; r < g->nr; r++) {
+        zatt_scores(g->p[r] + hp + np, stride, g->q[r] + hq, g->kc[r] + np * ks, g->n[r] - np, KV, kh, D, scale);
+        for (int h = 0; h < 2; h++) vsoftmax(g->p[r] + hp + (size_t)h * stride, g->n[r], NULL);
+    }
+    for (int s0 = 0; s0 < np; s0 += ATT_CHUNK) {
+        int s1 = np - s0 < ATT_CHUNK ? np : s0 + ATT_CHUNK;
+        for (int r = 0; r < g->nr; r++)
+            zatt_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], s0, s1, KV, kh, D);
+    }
+    for (int r = 0; r < g->nr; r++)
+        zatt_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], np, g->n[r], KV, kh, D);
+}
+
+/* att_task on these tiles: gq even, D a multiple of 16 up to 128 (q in
+ * registers); the common head sizes with D a constant. */
+ZTARGET static void zatt_task(const att_group *g, int gq, int KV, int kh, int D, int stride)
+{
+    for (int h = 0; h + 2 <= gq; h += 2) {
+        if (D == 64) zatt_heads(g, h, KV, kh, 64, stride);
+        else if (D == 128) zatt_heads(g, h, KV, kh, 128, stride);
+        else zatt_heads(g, h, KV, kh, D, stride);
+    }
+}
+
+static int zatt_fits(int gq, int D)
+{
+    return gq % 2 == 0 && D % 16 == 0 && D <= 128 && z_tiles();
+}
+#else
+static void zatt_task(const att_group *g, int gq, int KV, int kh, int D, int stride) {}
+static int zatt_fits(int gq, int D) { return 0; }
+#endif
+
 size_t attention_rows_scratch(int max_ctx, int H, int KV)
 {
     return (size_t)omp_get_max_threads() * ATT_GROUP * (H / KV) * max_ctx;
 }
 
-/* Rows a and b read the same shared prefix.  A task takes a run of such
- * consecutive rows within an aligned block of ATT_GROUP, so that where a
- * run starts needs no scan (and no memory). */
+/* Rows a and b read the same shared prefix. */
 static int same_prefix(const attn_rows *a, int x, int y)
 {
     return a->n_pre && a->n_pre[x] && a->n_pre[x] == a->n_pre[y] && a->kp[x] == a->kp[y];
 }
 
+/* The rows in groups: every row on a shared prefix with the others on it
+ * (wherever they sit in the batch), up to ATT_GROUP to a group, so that
+ * the prefix is read once for each group; a row on none alone.  ord: the
+ * rows group by group, gs: where each group starts in it (ng + 1
+ * entries).  Returns ng.  O(R x groups). */
+static int att_groups(const attn_rows *a, int R, int *ord, int *gs, unsigned char *taken)
+{
+    memset(taken, 0, R);
+    int n = 0, ng = 0;
+    for (int r = 0; r < R; r++) {
+        if (taken[r]) continue;
+        gs[ng++] = n;
+        ord[n++] = r;
+        taken[r] = 1;
+        int cnt = 1;
+        for (int r2 = r + 1; a->n_pre && a->n_pre[r] && r2 < R; r2++) {
+            if (taken[r2] || !same_prefix(a, r, r2)) continue;
+            if (cnt == ATT_GROUP) { gs[ng++] = n; cnt = 0; }
+            ord[n++] = r2;
+            taken[r2] = 1;
+            cnt++;
+        }
+    }
+    gs[ng] = n;
+    return ng;
+}
+
 void attention_rows(float *out, float *scratch, const float *q, const attn_rows *a, int R,
                     int H, int KV, int D, int max_ctx)
 {
+    static __thread int *buf;
+    static __thread int cap;
+    if (R > cap) {
+        free(buf);
+        cap = R + R / 2;
+        buf = xmalloc((size_t)cap * (2 * sizeof(int) + 1) + sizeof(int));
+    }
+    int *ord = buf, *gs = buf + cap;
+    int ng = att_groups(a, R, ord, gs, (unsigned char *)(gs + cap + 1));
     int g = H / KV;
     double work = 0;
     for (int r = 0; r < R; r++) work += (double)a->n_ctx[r] * H * D * 2;
     int nt = nthreads(work);
-    int tasks = R * KV;
+    int tasks = ng * KV, z = zatt_fits(g, D);
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
     for (int t = 0; t < tasks; t++) {
-        /* a row's kv heads one after the other: they interleave in its
-         * cache, and the second reads what the prefetchers brought in
+        /* a group's kv heads one after the other: they interleave in its
+         * caches, and the second reads what the prefetchers brought in
          * for the first (kv head major was 1.2x slower) */
-        int r0 = t / KV, kh = t % KV;
-        if (r0 % ATT_GROUP && same_prefix(a, r0 - 1, r0)) continue;   /* in the group before */
+        int gi = t / KV, kh = t % KV, r0 = ord[gs[gi]];
         att_group grp;
-        grp.nr = 1;
-        while (r0 + grp.nr < R && (r0 + grp.nr) % ATT_GROUP && same_prefix(a, r0, r0 + grp.nr)) grp.nr++;
+        grp.nr = gs[gi + 1] - gs[gi];
         grp.np = a->n_pre ? a->n_pre[r0] : 0;
         grp.kp = grp.np ? a->kp[r0] : NULL;
         grp.vp = grp.np ? a->vp[r0] : NULL;
         float *p = scratch + (size_t)omp_get_thread_num() * ATT_GROUP * g * max_ctx;
         for (int i = 0; i < grp.nr; i++) {
-            int r = r0 + i;
+            int r = ord[gs[gi] + i];
             size_t at = ((size_t)r * H + (size_t)kh * g) * D;
             grp.q[i] = q + at;
             grp.out[i] = out + at;
@@ -630,7 +779,8 @@ void attention_rows(float *out, float *scratch, const float *q, const attn_rows 
             grp.n[i] = a->n_ctx[r];
             grp.p[i] = p + (size_t)i * g * max_ctx;
         }
-        att_task(&grp, g, KV, kh, D, max_ctx);
+        if (z) zatt_task(&grp, g, KV, kh, D, max_ctx);
+        else att_task(&grp, g, KV, kh, D, max_ctx);
     }
 }
 
