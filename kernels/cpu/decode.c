@@ -196,9 +196,11 @@ static int wide_tiles(void)
 #include <immintrin.h>
 #define ZTARGET __attribute__((target("arch=x86-64-v4")))
 
+static int z_off;                /* decode_avx512(0): the 8-lane tiles everywhere */
+
 static int z_tiles(void)
 {
-    return __builtin_cpu_supports("x86-64-v4") != 0;
+    return !z_off && __builtin_cpu_supports("x86-64-v4") != 0;
 }
 
 /* An 8-lane shuffle of two vectors x, y (indices 0..7: x's lanes, 8..15:
@@ -338,6 +340,13 @@ static const float *pack_pairs(const float *inp, int N, int C)
     return buf;
 }
 
+int decode_avx512(int on)
+{
+    int was = !z_off && __builtin_cpu_supports("x86-64-v4") != 0;
+    z_off = !on;
+    return was;
+}
+
 /* matmul_rows on AVX-512 tiles: 0, or -1 when they do not apply. */
 static int matmul_rows_z(float *out, const float *inp, const float *w, int N, int C, int OC, float beta)
 {
@@ -361,6 +370,8 @@ static int matmul_rows_z(float *out, const float *inp, const float *w, int N, in
     return 0;
 }
 #else
+int decode_avx512(int on) { return 0; }
+
 static int matmul_rows_z(float *out, const float *inp, const float *w, int N, int C, int OC, float beta)
 {
     return -1;
