@@ -11,10 +11,12 @@
  * the thread count:
  *   - matmul_rows: each output element is the same 8-lane dot product
  *     (lanes summed in a fixed tree, then the tail), whether it is
- *     computed in a 4-row tile or alone; threads split the outputs;
- *   - attention_rows: one (row, kv head) task at a time against that
- *     row's own cache, whose first rows may be a prefix shared with other
- *     sequences (the same keys, read from one copy);
+ *     computed in a 4-row tile, in one half of a 16-lane register beside
+ *     another row (AVX-512 tiles) or alone; threads split the outputs;
+ *   - attention_rows: one (group of rows, kv head) task at a time, the
+ *     rows of a group on the same shared prefix (the same keys, read from
+ *     one copy, chunk by chunk for all of them), each row's scores and
+ *     value chains those it computes alone against its own cache;
  *   - rmsnorm_rows, rope_rows, swiglu_rows: per-row loops.
  * So row r's bits depend only on row r: batch invariance, exact KV-cache
  * reuse and token-for-token speculative verification follow.
