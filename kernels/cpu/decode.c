@@ -11,10 +11,12 @@
  * the thread count:
  *   - matmul_rows: each output element is the same 8-lane dot product
  *     (lanes summed in a fixed tree, then the tail), whether it is
- *     computed in a 4-row tile or alone; threads split the outputs;
- *   - attention_rows: one (row, kv head) task at a time against that
- *     row's own cache, whose first rows may be a prefix shared with other
- *     sequences (the same keys, read from one copy);
+ *     computed in a 4-row tile, in one half of a 16-lane register beside
+ *     another row (AVX-512 tiles) or alone; threads split the outputs;
+ *   - attention_rows: one (group of rows, kv head) task at a time, the
+ *     rows of a group on the same shared prefix (the same keys, read from
+ *     one copy, chunk by chunk for all of them), each row's scores and
+ *     value chains those it computes alone against its own cache;
  *   - rmsnorm_rows, rope_rows, swiglu_rows: per-row loops.
  * So row r's bits depend only on row r: batch invariance, exact KV-cache
  * reuse and token-for-token speculative verification follow.
@@ -25,10 +27,12 @@
  * regions of a few microseconds each).  See generate.h on OMP_WAIT_POLICY. */
 #include "kernels.h"
 #include "cpu/vecmath.h"
+#include "util.h"
 
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define PAR_MIN (1 << 18)
@@ -178,6 +182,204 @@ static int wide_tiles(void)
 #define OB 64
 #define RB 64
 
+/* ------------------------------------------------------------ AVX-512 tiles
+ * On a CPU with AVX-512 (x86-64-v4: the clone the kernels above run
+ * there) the same dot products go two rows to a 16-lane register: rows
+ * are packed in pairs, chunk c of the pair being [row a's 8 elements |
+ * row b's], and each 8-element chunk of a weight row is broadcast to
+ * both halves (a load-port broadcast).  Every lane still computes what
+ * it computed in DOT_TILE (the same fused multiply-adds in the same
+ * order), and the 8 lanes of each half are summed in hsum's tree, for 8
+ * outputs at once, by exact shuffles: the same bits as the 8-lane tiles,
+ * with half the multiply-add instructions.  Only for C % 8 == 0 (no
+ * scalar tail) and at least two rows; a lone row keeps the 8-lane tile. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define HAT_Z 1
+#include <immintrin.h>
+#define ZTARGET __attribute__((target("arch=x86-64-v4")))
+
+static int z_off;                /* decode_avx512(0): the 8-lane tiles everywhere */
+
+static int z_tiles(void)
+{
+    return !z_off && __builtin_cpu_supports("x86-64-v4") != 0;
+}
+
+/* An 8-lane shuffle of two vectors x, y (indices 0..7: x's lanes, 8..15:
+ * y's) applied to both 8-lane halves of two 16-lane registers (X lanes
+ * 0..15, Y 16..31 in permutex2var's terms), and the sum of two such
+ * shuffles: one level of a tree of lane sums, for both halves at once. */
+#define ZI(i, h) ((i) < 8 ? (i) + 8 * (h) : (i) + 8 + 8 * (h))
+#define ZM(i0, i1, i2, i3, i4, i5, i6, i7)                                                \
+    _mm512_set_epi32(ZI(i7, 1), ZI(i6, 1), ZI(i5, 1), ZI(i4, 1), ZI(i3, 1), ZI(i2, 1), ZI(i1, 1), \
+                     ZI(i0, 1), ZI(i7, 0), ZI(i6, 0), ZI(i5, 0), ZI(i4, 0), ZI(i3, 0), ZI(i2, 0), \
+                     ZI(i1, 0), ZI(i0, 0))
+#define ZPAIR(x, y, e, o) _mm512_add_ps(_mm512_permutex2var_ps(x, e, y), _mm512_permutex2var_ps(x, o, y))
+
+/* a[0..7]: each [row A's 8 lanes | row B's] of one output; returns
+ * [A's 8 sums | B's], each hsum's tree of its lanes: (l, l+4), then
+ * adjacent pairs twice. */
+ZTARGET static inline __attribute__((always_inline)) __m512 zsum8(const __m512 *a)
+{
+    const __m512i e1 = ZM(0, 1, 2, 3, 8, 9, 10, 11), o1 = ZM(4, 5, 6, 7, 12, 13, 14, 15);
+    const __m512i e2 = ZM(0, 2, 4, 6, 8, 10, 12, 14), o2 = ZM(1, 3, 5, 7, 9, 11, 13, 15);
+    __m512 p0 = ZPAIR(a[0], a[1], e1, o1), p1 = ZPAIR(a[2], a[3], e1, o1);
+    __m512 p2 = ZPAIR(a[4], a[5], e1, o1), p3 = ZPAIR(a[6], a[7], e1, o1);
+    __m512 q0 = ZPAIR(p0, p1, e2, o2), q1 = ZPAIR(p2, p3, e2, o2);
+    return ZPAIR(q0, q1, e2, o2);
+}
+
+/* The same for lanes8's tree (adjacent pairs, then pairs of pairs, then
+ * halves): sum8x8 for both halves. */
+ZTARGET static inline __attribute__((always_inline)) __m512 zlanes8x8(const __m512 *a)
+{
+    const __m512i e = ZM(0, 8, 2, 10, 4, 12, 6, 14), o = ZM(1, 9, 3, 11, 5, 13, 7, 15);
+    const __m512i e2 = ZM(0, 1, 8, 9, 4, 5, 12, 13), o2 = ZM(2, 3, 10, 11, 6, 7, 14, 15);
+    const __m512i e4 = ZM(0, 1, 2, 3, 8, 9, 10, 11), o4 = ZM(4, 5, 6, 7, 12, 13, 14, 15);
+    __m512 p0 = ZPAIR(a[0], a[1], e, o), p1 = ZPAIR(a[2], a[3], e, o);
+    __m512 p2 = ZPAIR(a[4], a[5], e, o), p3 = ZPAIR(a[6], a[7], e, o);
+    __m512 q0 = ZPAIR(p0, p1, e2, o2), q1 = ZPAIR(p2, p3, e2, o2);
+    return ZPAIR(q0, q1, e4, o4);
+}
+
+/* MP row pairs x NR outputs (NR 8 or 1) over nc chunks; xp: the first
+ * pair's chunks, pairs nc*16 floats apart; rows of out ldo apart. */
+#define ZDOT(MP, NR)                                                                      \
+    do {                                                                                  \
+        __m512 acc[MP][NR];                                                               \
+        UNROLL for (int m = 0; m < MP; m++)                                               \
+            UNROLL for (int o = 0; o < NR; o++) acc[m][o] = _mm512_setzero_ps();          \
+        for (int c = 0; c < nc; c++) {                                                    \
+            __m512 xv[MP];                                                                \
+            UNROLL for (int m = 0; m < MP; m++) xv[m] = _mm512_load_ps(x + ((size_t)m * nc + c) * 16); \
+            if (!(c & 1))                                                                 \
+                UNROLL for (int o = 0; o < NR; o++)                                       \
+                    __builtin_prefetch(w + (size_t)(o + NR) * C + 8 * c);                 \
+            UNROLL for (int o = 0; o < NR; o++) {                                         \
+                __m512 wv = _mm512_broadcast_f32x8(_mm256_loadu_ps(w + (size_t)o * C + 8 * c)); \
+                UNROLL for (int m = 0; m < MP; m++) acc[m][o] = _mm512_fmadd_ps(xv[m], wv, acc[m][o]); \
+            }                                                                             \
+        }                                                                                 \
+        for (int m = 0; m < MP; m++) {                                                    \
+            float *ya = out + (size_t)(2 * m) * ldo, *yb = ya + ldo;                      \
+            if (NR == 8) {                                                                \
+                __m512 s = zsum8(acc[m]);                                                 \
+                __m256 sa = _mm512_castps512_ps256(s), sb = _mm512_extractf32x8_ps(s, 1); \
+                if (beta != 0) {                                                          \
+                    sa = _mm256_add_ps(_mm256_loadu_ps(ya), sa);                          \
+                    sb = _mm256_add_ps(_mm256_loadu_ps(yb), sb);                          \
+                }                                                                         \
+                _mm256_storeu_ps(ya, sa);                                                 \
+                _mm256_storeu_ps(yb, sb);                                                 \
+            } else {                                                                      \
+                for (int o = 0; o < NR; o++) {                                            \
+                    float sa = hsum((v8)_mm512_castps512_ps256(acc[m][o]));               \
+                    float sb = hsum((v8)_mm512_extractf32x8_ps(acc[m][o], 1));            \
+                    ya[o] = beta != 0 ? ya[o] + sa : sa;                                  \
+                    yb[o] = beta != 0 ? yb[o] + sb : sb;                                  \
+                }                                                                         \
+            }                                                                             \
+        }                                                                                 \
+    } while (0)
+
+#define ZROW_TILE(MP)                                                                     \
+    do {                                                                                  \
+        int o = 0;                                                                        \
+        for (; o + 8 <= no; o += 8) {                                                     \
+            const float *w = wb + (size_t)o * C;                                          \
+            float *out = ob + o;                                                          \
+            ZDOT(MP, 8);                                                                  \
+        }                                                                                 \
+        for (; o < no; o++) {                                                             \
+            const float *w = wb + (size_t)o * C;                                          \
+            float *out = ob + o;                                                          \
+            ZDOT(MP, 1);                                                                  \
+        }                                                                                 \
+    } while (0)
+
+/* Rows [0, N) (N even) of one output block from their packed pairs xp. */
+ZTARGET static void rows_block_z(float *out, const float *xp, const float *wb, int N, int C, int no,
+                                 int ldo, float beta)
+{
+    int nc = C / 8, P = N / 2, p = 0;
+    for (; p + 3 <= P && P - p != 4; p += 3) {
+        const float *x = xp + (size_t)p * nc * 16;
+        float *ob = out + (size_t)(2 * p) * ldo;
+        ZROW_TILE(3);
+    }
+    for (; p + 2 <= P; p += 2) {
+        const float *x = xp + (size_t)p * nc * 16;
+        float *ob = out + (size_t)(2 * p) * ldo;
+        ZROW_TILE(2);
+    }
+    if (p < P) {
+        const float *x = xp + (size_t)p * nc * 16;
+        float *ob = out + (size_t)(2 * p) * ldo;
+        ZROW_TILE(1);
+    }
+}
+
+/* The packed pairs of rows [0, N & ~1) of inp, in a buffer of the
+ * calling thread's (grown, never shrunk). */
+static const float *pack_pairs(const float *inp, int N, int C)
+{
+    static __thread float *buf;
+    static __thread size_t cap;
+    size_t need = (size_t)(N / 2) * C * 2;
+    if (need > cap) {
+        free(buf);
+        cap = need + need / 2;
+        buf = aligned_alloc(64, (cap * sizeof(float) + 63) / 64 * 64);
+        if (!buf) { cap = 0; return NULL; }
+    }
+    int nc = C / 8;
+    for (int p = 0; p < N / 2; p++)
+        for (int c = 0; c < nc; c++) {
+            float *d = buf + ((size_t)p * nc + c) * 16;
+            memcpy(d, inp + (size_t)(2 * p) * C + 8 * c, 8 * sizeof(float));
+            memcpy(d + 8, inp + (size_t)(2 * p + 1) * C + 8 * c, 8 * sizeof(float));
+        }
+    return buf;
+}
+
+int decode_avx512(int on)
+{
+    int was = !z_off && __builtin_cpu_supports("x86-64-v4") != 0;
+    z_off = !on;
+    return was;
+}
+
+/* matmul_rows on AVX-512 tiles: 0, or -1 when they do not apply. */
+static int matmul_rows_z(float *out, const float *inp, const float *w, int N, int C, int OC, float beta)
+{
+    if (N < 2 || C % 8 || !z_tiles()) return -1;
+    const float *xp = pack_pairs(inp, N, C);
+    if (!xp) return -1;
+    int N2 = N & ~1, nb = (OC + OB - 1) / OB, nt = nthreads((double)N * C * OC);
+    if (nt > nb) nt = nb;
+    #pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+    for (int b = 0; b < nb; b++) {
+        int o0 = b * OB, no = OC - o0 < OB ? OC - o0 : OB;
+        for (int n0 = 0; n0 < N2; n0 += RB) {
+            int nr = N2 - n0 < RB ? N2 - n0 : RB;
+            rows_block_z(out + (size_t)n0 * OC + o0, xp + (size_t)n0 * C, w + (size_t)o0 * C, nr, C, no,
+                         OC, beta);
+        }
+        if (N2 < N)       /* the odd row: the 8-lane tile, the same bits */
+            rows_block(out + (size_t)N2 * OC + o0, inp + (size_t)N2 * C, w + (size_t)o0 * C, 1, C, no, OC,
+                       beta, 0);
+    }
+    return 0;
+}
+#else
+int decode_avx512(int on) { return 0; }
+
+static int matmul_rows_z(float *out, const float *inp, const float *w, int N, int C, int OC, float beta)
+{
+    return -1;
+}
+#endif
+
 #define MATMUL_ROWS(BLOCK, WS)                                                                \
     do {                                                                                  \
         int wide = wide_tiles();                                                          \
@@ -197,6 +399,7 @@ static int wide_tiles(void)
 
 void matmul_rows(float *out, const float *inp, const float *w, int N, int C, int OC, float beta)
 {
+    if (!matmul_rows_z(out, inp, w, N, C, OC, beta)) return;
     MATMUL_ROWS(rows_block, C);
 }
 
@@ -347,7 +550,7 @@ static inline __attribute__((always_inline)) void att_values(float *o, const flo
 
 /* Rows of one task: NR (up to ATT_GROUP) rows on the same shared prefix
  * (or one row), their queries, outputs, own caches and lengths. */
-#define ATT_GROUP 4
+#define ATT_GROUP 16
 #define ATT_CHUNK 64     /* prefix keys whose K or V rows stay in L1 while every row of a group uses them */
 typedef struct {
     int nr, np;
@@ -396,43 +599,191 @@ static void att_task(const att_group *g, int gq, int KV, int kh, int D, int stri
     for (; h < gq; h++) att_heads(g, h, KV, kh, D, stride, 1);
 }
 
+#ifdef HAT_Z
+/* ---- the same on AVX-512 tiles, two query heads to a register
+ * Scores: a row's two query heads' chunk c packed as [head a | head b]
+ * (all of q in registers), each key's chunk broadcast to both halves;
+ * a lane computes what att_scores' lane does, and lanes8's tree sums
+ * the 8 keys of a block for both heads at once (zlanes8x8).  Values:
+ * 16 elements to a register, each element's chain over the keys in
+ * order as in att_values.  So the same bits, with half the
+ * multiply-add instructions and no horizontal sums of single keys. */
+ZTARGET static inline __attribute__((always_inline)) void zatt_scores(float *p, size_t ps, const float *q,
+                                                                     const float *kc, int n, int KV, int kh,
+                                                                     int D, float scale)
+{
+    int nc = D / 8, s = 0;
+    size_t ks = (size_t)KV * D;
+    const float *k0 = kc + (size_t)kh * D;
+    __m512 qz[16];
+    UNROLL for (int c = 0; c < nc; c++)
+        qz[c] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(q + 8 * c)),
+                                   _mm256_loadu_ps(q + D + 8 * c), 1);
+    const __m512 sc = _mm512_set1_ps(scale);
+    for (; s + 8 <= n; s += 8) {
+        __m512 acc[8];
+        UNROLL for (int j = 0; j < 8; j++) acc[j] = _mm512_setzero_ps();
+        UNROLL for (int c = 0; c < nc; c++)
+            UNROLL for (int j = 0; j < 8; j++)
+                acc[j] = _mm512_fmadd_ps(qz[c], _mm512_broadcast_f32x8(_mm256_loadu_ps(k0 + (s + j) * ks + 8 * c)),
+                                         acc[j]);
+        __m512 t = _mm512_mul_ps(zlanes8x8(acc), sc);
+        _mm256_storeu_ps(p + s, _mm512_castps512_ps256(t));
+        _mm256_storeu_ps(p + ps + s, _mm512_extractf32x8_ps(t, 1));
+    }
+    for (; s < n; s++) {
+        __m512 acc = _mm512_setzero_ps();
+        UNROLL for (int c = 0; c < nc; c++)
+            acc = _mm512_fmadd_ps(qz[c], _mm512_broadcast_f32x8(_mm256_loadu_ps(k0 + s * ks + 8 * c)), acc);
+        p[s] = lanes8((v8)_mm512_castps512_ps256(acc)) * scale;
+        p[ps + s] = lanes8((v8)_mm512_extractf32x8_ps(acc, 1)) * scale;
+    }
+}
+
+#define ZVBLOCK(S0, S1, BASE)                                                             \
+    for (int s = (S0); s < (S1); s++) {                                                   \
+        __m512 w0 = _mm512_set1_ps(p[s]), w1 = _mm512_set1_ps(p[ps + s]);                 \
+        UNROLL for (int j = 0; j < 4; j++) {                                              \
+            if (j >= nb) break;                                                           \
+            __m512 x = _mm512_loadu_ps((BASE) + s * vs + i + 16 * j);                     \
+            acc[0][j] = _mm512_fmadd_ps(w0, x, acc[0][j]);                                \
+            acc[1][j] = _mm512_fmadd_ps(w1, x, acc[1][j]);                                \
+        }                                                                                 \
+    }
+ZTARGET static inline __attribute__((always_inline)) void zatt_values(float *o, const float *p, size_t ps,
+                                                                     const float *vp, int np, const float *vc,
+                                                                     int s0, int s1, int KV, int kh, int D)
+{
+    size_t vs = (size_t)KV * D;
+    const float *v0 = vc + (size_t)kh * D, *vp0 = vp ? vp + (size_t)kh * D : v0;
+    int mid = np < s0 ? s0 : np > s1 ? s1 : np;
+    for (int i = 0; i < D; i += 64) {
+        int nb = D - i >= 64 ? 4 : (D - i) / 16;
+        __m512 acc[2][4];
+        UNROLL for (int h = 0; h < 2; h++) UNROLL for (int j = 0; j < 4; j++)
+            acc[h][j] = s0 && j < nb ? _mm512_loadu_ps(o + h * D + i + 16 * j) : _mm512_setzero_ps();
+        ZVBLOCK(s0, mid, vp0)
+        ZVBLOCK(mid, s1, v0)
+        UNROLL for (int h = 0; h < 2; h++) UNROLL for (int j = 0; j < 4; j++)
+            if (j < nb) _mm512_storeu_ps(o + h * D + i + 16 * j, acc[h][j]);
+    }
+}
+#undef ZVBLOCK
+
+/* att_heads for G = 2 on these tiles. */
+ZTARGET static inline __attribute__((always_inline)) void zatt_heads(const att_group *g, int h0, int KV, int kh,
+                                                                    int D, int stride)
+{
+    float scale = 1.0f / sqrtf((float)D);
+    size_t ks = (size_t)KV * D, hq = (size_t)h0 * D, hp = (size_t)h0 * stride;
+    int np = g->np;
+    for (int s0 = 0; s0 < np; s0 += ATT_CHUNK) {
+        int c = np - s0 < ATT_CHUNK ? np - s0 : ATT_CHUNK;
+        for (int r = 0; r < g->nr; r++)
+            zatt_scores(g->p[r] + hp + s0, stride, g->q[r] + hq, g->kp + s0 * ks, c, KV, kh, D, scale);
+    }
+    for (int r = 0; r < g->nr; r++) {
+        zatt_scores(g->p[r] + hp + np, stride, g->q[r] + hq, g->kc[r] + np * ks, g->n[r] - np, KV, kh, D, scale);
+        for (int h = 0; h < 2; h++) vsoftmax(g->p[r] + hp + (size_t)h * stride, g->n[r], NULL);
+    }
+    for (int s0 = 0; s0 < np; s0 += ATT_CHUNK) {
+        int s1 = np - s0 < ATT_CHUNK ? np : s0 + ATT_CHUNK;
+        for (int r = 0; r < g->nr; r++)
+            zatt_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], s0, s1, KV, kh, D);
+    }
+    for (int r = 0; r < g->nr; r++)
+        zatt_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], np, g->n[r], KV, kh, D);
+}
+
+/* att_task on these tiles: gq even, D a multiple of 16 up to 128 (q in
+ * registers); the common head sizes with D a constant. */
+ZTARGET static void zatt_task(const att_group *g, int gq, int KV, int kh, int D, int stride)
+{
+    for (int h = 0; h + 2 <= gq; h += 2) {
+        if (D == 64) zatt_heads(g, h, KV, kh, 64, stride);
+        else if (D == 128) zatt_heads(g, h, KV, kh, 128, stride);
+        else zatt_heads(g, h, KV, kh, D, stride);
+    }
+}
+
+static int zatt_fits(int gq, int D)
+{
+    return gq % 2 == 0 && D % 16 == 0 && D <= 128 && z_tiles();
+}
+#else
+static void zatt_task(const att_group *g, int gq, int KV, int kh, int D, int stride) {}
+static int zatt_fits(int gq, int D) { return 0; }
+#endif
+
 size_t attention_rows_scratch(int max_ctx, int H, int KV)
 {
     return (size_t)omp_get_max_threads() * ATT_GROUP * (H / KV) * max_ctx;
 }
 
-/* Rows a and b read the same shared prefix.  A task takes a run of such
- * consecutive rows within an aligned block of ATT_GROUP, so that where a
- * run starts needs no scan (and no memory). */
+/* Rows a and b read the same shared prefix. */
 static int same_prefix(const attn_rows *a, int x, int y)
 {
     return a->n_pre && a->n_pre[x] && a->n_pre[x] == a->n_pre[y] && a->kp[x] == a->kp[y];
 }
 
+/* The rows in groups: every row on a shared prefix with the others on it
+ * (wherever they sit in the batch), up to ATT_GROUP to a group, so that
+ * the prefix is read once for each group; a row on none alone.  ord: the
+ * rows group by group, gs: where each group starts in it (ng + 1
+ * entries).  Returns ng.  O(R x groups). */
+static int att_groups(const attn_rows *a, int R, int *ord, int *gs, unsigned char *taken)
+{
+    memset(taken, 0, R);
+    int n = 0, ng = 0;
+    for (int r = 0; r < R; r++) {
+        if (taken[r]) continue;
+        gs[ng++] = n;
+        ord[n++] = r;
+        taken[r] = 1;
+        int cnt = 1;
+        for (int r2 = r + 1; a->n_pre && a->n_pre[r] && r2 < R; r2++) {
+            if (taken[r2] || !same_prefix(a, r, r2)) continue;
+            if (cnt == ATT_GROUP) { gs[ng++] = n; cnt = 0; }
+            ord[n++] = r2;
+            taken[r2] = 1;
+            cnt++;
+        }
+    }
+    gs[ng] = n;
+    return ng;
+}
+
 void attention_rows(float *out, float *scratch, const float *q, const attn_rows *a, int R,
                     int H, int KV, int D, int max_ctx)
 {
+    static __thread int *buf;
+    static __thread int cap;
+    if (R > cap) {
+        free(buf);
+        cap = R + R / 2;
+        buf = xmalloc((size_t)cap * (2 * sizeof(int) + 1) + sizeof(int));
+    }
+    int *ord = buf, *gs = buf + cap;
+    int ng = att_groups(a, R, ord, gs, (unsigned char *)(gs + cap + 1));
     int g = H / KV;
     double work = 0;
     for (int r = 0; r < R; r++) work += (double)a->n_ctx[r] * H * D * 2;
     int nt = nthreads(work);
-    int tasks = R * KV;
+    int tasks = ng * KV, z = zatt_fits(g, D);
     #pragma omp parallel for schedule(dynamic, 1) num_threads(nt) if (nt > 1)
     for (int t = 0; t < tasks; t++) {
-        /* a row's kv heads one after the other: they interleave in its
-         * cache, and the second reads what the prefetchers brought in
+        /* a group's kv heads one after the other: they interleave in its
+         * caches, and the second reads what the prefetchers brought in
          * for the first (kv head major was 1.2x slower) */
-        int r0 = t / KV, kh = t % KV;
-        if (r0 % ATT_GROUP && same_prefix(a, r0 - 1, r0)) continue;   /* in the group before */
+        int gi = t / KV, kh = t % KV, r0 = ord[gs[gi]];
         att_group grp;
-        grp.nr = 1;
-        while (r0 + grp.nr < R && (r0 + grp.nr) % ATT_GROUP && same_prefix(a, r0, r0 + grp.nr)) grp.nr++;
+        grp.nr = gs[gi + 1] - gs[gi];
         grp.np = a->n_pre ? a->n_pre[r0] : 0;
         grp.kp = grp.np ? a->kp[r0] : NULL;
         grp.vp = grp.np ? a->vp[r0] : NULL;
         float *p = scratch + (size_t)omp_get_thread_num() * ATT_GROUP * g * max_ctx;
         for (int i = 0; i < grp.nr; i++) {
-            int r = r0 + i;
+            int r = ord[gs[gi] + i];
             size_t at = ((size_t)r * H + (size_t)kh * g) * D;
             grp.q[i] = q + at;
             grp.out[i] = out + at;
@@ -441,7 +792,8 @@ void attention_rows(float *out, float *scratch, const float *q, const attn_rows 
             grp.n[i] = a->n_ctx[r];
             grp.p[i] = p + (size_t)i * g * max_ctx;
         }
-        att_task(&grp, g, KV, kh, D, max_ctx);
+        if (z) zatt_task(&grp, g, KV, kh, D, max_ctx);
+        else att_task(&grp, g, KV, kh, D, max_ctx);
     }
 }
 

@@ -186,6 +186,115 @@ static void attention_rows_matches_reference(void)
     }
 }
 
+/* The AVX-512 tiles (where the CPU has them) against the 8-lane tiles,
+ * bit for bit: matmul_rows over every row count 1..13 (row pairs, their
+ * tiles of 1-3 pairs, the odd row, output tails) and beta 1; where the
+ * CPU has no AVX-512 both runs take the 8-lane tiles. */
+static void matmul_rows_wide_exact(void)
+{
+    rng_t r;
+    rng_seed(&r, 5);
+    int shapes[][2] = { { 256, 300 }, { 64, 70 }, { 768, 37 }, { 8, 16 }, { 40, 9 } };
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int C = shapes[s][0], OC = shapes[s][1];
+        float *x = randv((size_t)13 * C, &r, -1, 1), *w = randv((size_t)OC * C, &r, -1, 1);
+        float *add = randv((size_t)13 * OC, &r, -1, 1);
+        float *y = xmalloc((size_t)13 * OC * sizeof(float)), *y8 = xmalloc((size_t)13 * OC * sizeof(float));
+        int ok = 1;
+        for (int N = 1; N <= 13; N++)
+            for (int beta = 0; beta <= 1; beta++) {
+                memcpy(y, add, (size_t)N * OC * sizeof(float));
+                memcpy(y8, add, (size_t)N * OC * sizeof(float));
+                matmul_rows(y, x, w, N, C, OC, (float)beta);
+                int was = decode_avx512(0);
+                matmul_rows(y8, x, w, N, C, OC, (float)beta);
+                decode_avx512(was);
+                ok &= same_bits(y, y8, (size_t)N * OC);
+            }
+        CHECK(ok);
+        free(x); free(w); free(add); free(y); free(y8);
+    }
+}
+
+/* attention_rows with rows on shared prefixes wherever they sit in the
+ * batch (two prefix copies interleaved with rows on none, more rows on
+ * one prefix than a group holds) gives each row the bits it gets alone
+ * with its whole context in its own cache, on the AVX-512 tiles and the
+ * 8-lane ones alike, for head sizes of each path and 2 or 4 query heads
+ * per kv head. */
+static void attention_rows_groups_exact(void)
+{
+    rng_t r;
+    rng_seed(&r, 6);
+    enum { T = 40, NP = 7 };
+    int cfgs[][3] = { { 4, 2, 64 }, { 4, 2, 16 }, { 4, 2, 48 }, { 8, 2, 128 }, { 4, 2, 8 }, { 2, 2, 32 } };
+    for (size_t c = 0; c < sizeof cfgs / sizeof *cfgs; c++) {
+        int H = cfgs[c][0], KV = cfgs[c][1], D = cfgs[c][2];
+        size_t KD = (size_t)KV * D;
+        float *q = randv((size_t)T * H * D, &r, -1, 1);
+        float *k = randv((size_t)T * KD, &r, -1, 1), *v = randv((size_t)T * KD, &r, -1, 1);
+        /* two copies of the first NP keys, and own caches whose rows below
+         * NP are NaN (unread) */
+        float *kp[2], *vp[2];
+        for (int i = 0; i < 2; i++) {
+            kp[i] = xmalloc((size_t)NP * KD * sizeof(float));
+            vp[i] = xmalloc((size_t)NP * KD * sizeof(float));
+            memcpy(kp[i], k, (size_t)NP * KD * sizeof(float));
+            memcpy(vp[i], v, (size_t)NP * KD * sizeof(float));
+        }
+        float *kc2 = xmalloc((size_t)T * KD * sizeof(float)), *vc2 = xmalloc((size_t)T * KD * sizeof(float));
+        for (size_t i = 0; i < (size_t)T * KD; i++) kc2[i] = vc2[i] = NAN;
+        memcpy(kc2 + NP * KD, k + NP * KD, (T - NP) * KD * sizeof(float));
+        memcpy(vc2 + NP * KD, v + NP * KD, (T - NP) * KD * sizeof(float));
+        float *kc[T], *vc[T];
+        const float *kps[T], *vps[T];
+        int n[T], nps[T];
+        for (int t = 0; t < T; t++) {
+            n[t] = t + 1;
+            int on = t >= NP && t % 5 != 3 ? 1 + (t % 3 == 0) : 0;     /* 0: none, 1/2: copy A/B */
+            nps[t] = on ? NP : 0;
+            kps[t] = on ? kp[on - 1] : NULL;
+            vps[t] = on ? vp[on - 1] : NULL;
+            kc[t] = on ? kc2 : k;
+            vc[t] = on ? vc2 : v;
+        }
+        float *alone = xmalloc((size_t)T * H * D * sizeof(float)), *out = xmalloc((size_t)T * H * D * sizeof(float));
+        float *scratch = xmalloc(attention_rows_scratch(T, H, KV) * sizeof(float));
+        int ok = 1;
+        for (int wide = 1; wide >= 0; wide--) {
+            int was = decode_avx512(wide);
+            float *kc1[1] = { k }, *vc1[1] = { v };
+            for (int t = 0; t < T; t++) {
+                attn_rows a1 = { kc1, vc1, n + t, NULL, NULL, NULL };
+                attention_rows(alone + (size_t)t * H * D, scratch, q + (size_t)t * H * D, &a1, 1, H, KV, D, T);
+            }
+            attn_rows all = { kc, vc, n, kps, vps, nps };
+            attention_rows(out, scratch, q, &all, T, H, KV, D, T);
+            ok &= same_bits(out, alone, (size_t)T * H * D);
+            if (wide) {
+                float *first = xmalloc((size_t)T * H * D * sizeof(float));
+                memcpy(first, alone, (size_t)T * H * D * sizeof(float));
+                decode_avx512(0);
+                for (int t = 0; t < T; t++) {
+                    attn_rows a1 = { kc1, vc1, n + t, NULL, NULL, NULL };
+                    attention_rows(alone + (size_t)t * H * D, scratch, q + (size_t)t * H * D, &a1, 1, H, KV, D, T);
+                }
+                ok &= same_bits(first, alone, (size_t)T * H * D);     /* wide = 8-lane */
+                free(first);
+            }
+            decode_avx512(was);
+        }
+        CHECK(ok);
+        double err = 0;
+        float *ref = xmalloc((size_t)T * H * D * sizeof(float)), *att = xmalloc((size_t)H * T * T * sizeof(float));
+        attention_forward_ref(ref, att, q, k, v, 1, T, H, KV, D);
+        for (size_t i = 0; i < (size_t)T * H * D; i++) err = fmax(err, fabs(out[i] - ref[i]));
+        CHECK(err < 1e-5);
+        for (int i = 0; i < 2; i++) { free(kp[i]); free(vp[i]); }
+        free(q); free(k); free(v); free(kc2); free(vc2); free(alone); free(out); free(scratch); free(ref); free(att);
+    }
+}
+
 /* ---- models ------------------------------------------------------------------------------- */
 
 static model_config cfg(int mtp)
@@ -629,6 +738,8 @@ int main(void)
     RUN(matmul_rows_invariant);
     RUN(matmul_rows_bf16_matches);
     RUN(attention_rows_matches_reference);
+    RUN(matmul_rows_wide_exact);
+    RUN(attention_rows_groups_exact);
     RUN(batch_invariance);
     RUN(extend_equals_recompute);
     RUN(prefix_reuse_exact);
