@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define LEX_MAX_FAMILIES 16
 #define LEX_MAX_WORDS 64
@@ -35,6 +36,8 @@ struct judge_lexicon {
     int         nunit;
     struct { char *facts[8]; int nfacts; pcre2_code *re; } topic[LEX_MAX_FAMILIES];
     int         ntopic;
+    struct { char *facts[8]; int nfacts; pcre2_code *re; } status[LEX_MAX_FAMILIES];
+    int         nstatus;
 };
 
 static judge_lexicon *the_lexicon;
@@ -136,6 +139,11 @@ static void load(void)
         L->topic[L->ntopic].nfacts = words(json_object_get(v, "facts"), L->topic[L->ntopic].facts, 8);
         if (!(L->topic[L->ntopic++].re = compile_list(json_object_get(v, "patterns"), "topics"))) bad = 1;
     }
+    json_array_foreach(json_object_get(d, "statuses"), i, v) {
+        if (L->nstatus == LEX_MAX_FAMILIES) break;
+        L->status[L->nstatus].nfacts = words(json_object_get(v, "facts"), L->status[L->nstatus].facts, 8);
+        if (!(L->status[L->nstatus++].re = compile_list(json_object_get(v, "patterns"), "statuses"))) bad = 1;
+    }
     L->narith = words(json_object_get(d, "arithmetic"), L->arith, LEX_MAX_WORDS);
     L->nunit = words(json_object_get(d, "units"), L->unit, LEX_MAX_WORDS);
     json_object_foreach(json_object_get(d, "number_words"), k, v) {
@@ -170,6 +178,17 @@ static int negated(const judge_lexicon *L, pcre2_match_data *md, const char *tex
     while (s > 0 && !strchr(".!?;,\n", text[s - 1])
            && !(s >= 3 && (!memcmp(text + s - 3, "\xef\xbc\x8c", 3) || !memcmp(text + s - 3, "\xe3\x80\x82", 3)))) s--;
     if (at - s > 60) s = at - 60;
+    /* a condition's negation ("if it doesn't fit, we'll swap it") does
+     * not reach its main clause, which starts at a pronoun with a modal */
+    const char *cond = NULL;
+    for (const char *p = text + s; p < text + at && !cond; p++)
+        if ((p == text || !isalnum((unsigned char)p[-1])) && (!strncasecmp(p, "if ", 3) || !strncasecmp(p, "unless ", 7))) cond = p;
+    if (cond) {
+        static const char *const main_start[] = { "i'll ", "we'll ", "i will ", "we will ", "you'll ", "they'll " };
+        for (const char *p = cond; p < text + at; p++)
+            for (size_t k = 0; k < sizeof main_start / sizeof main_start[0]; k++)
+                if ((p == text || !isalnum((unsigned char)p[-1])) && !strncasecmp(p, main_start[k], strlen(main_start[k]))) s = (size_t)(p - text);
+    }
     return pcre2_match(L->negation, (PCRE2_SPTR)text + s, at - s, 0, 0, md, NULL) >= 0;
 }
 
@@ -326,4 +345,23 @@ int judge_lexicon_topic_facts(const judge_lexicon *L, const char *fact, const ch
                 return n;
             }
     return 0;
+}
+
+int judge_lexicon_status(const judge_lexicon *L, pcre2_match_data *md, const char *text, const char *status,
+                         char *what, size_t wn)
+{
+    if (!L || !text || !status) return 0;
+    int said = 0;
+    for (int g = 0; g < L->nstatus; g++) {
+        char w[96];
+        if (!search(L, L->status[g].re, md, text, 1, w, sizeof w)) continue;
+        int in = 0;
+        for (int k = 0; k < L->status[g].nfacts && !in; k++) in = !strcasecmp(L->status[g].facts[k], status);
+        if (!in) {
+            if (what && wn) snprintf(what, wn, "%s", w);
+            return -1;
+        }
+        said = 1;
+    }
+    return said;
 }
