@@ -9,6 +9,7 @@
 #include "sim.h"
 #include "tasks.h"
 #include "util.h"
+#include "world.h"
 
 #include <ctype.h>
 #include <math.h>
@@ -502,6 +503,17 @@ static int evidence_units(const json_t *evidence, unum *out, int max)
         for (const char *p = t ? strchr(t, '"') : NULL; p && n < max; p = strchr(p + 1, '"')) {
             const char *q = strchr(p + 1, '"');
             if (!q) break;
+            if (q[1] == ':' && q[2] == '"') {
+                /* a string of numbers in the key's unit ("dimensions_cm":"40 x 60") */
+                char u = key_unit(p + 1, (size_t)(q - p - 1));
+                const char *r = q + 3, *end = u ? strchr(r, '"') : NULL;
+                for (; end && r < end && n < max; r++) {
+                    if (!isdigit((unsigned char)*r) || isalnum((unsigned char)r[-1])) continue;
+                    char *e;
+                    out[n++] = (unum){ strtod(r, &e), u };
+                    r = e - 1;
+                }
+            }
             if (q[1] == ':' && (isdigit((unsigned char)q[2]) || q[2] == '[')) {
                 /* a number, or a range of them ("weight_kg":[75,90]) */
                 char u = key_unit(p + 1, (size_t)(q - p - 1));
@@ -520,7 +532,7 @@ static int evidence_units(const json_t *evidence, unum *out, int max)
         size_t k = t ? sim_scan_numbers(t, 0, sn, 64) : 0;
         for (size_t a = 0; a < k && a < 64 && n < max; a++) {
             char u = unit_after(t + sn[a].end);
-            if (u && u != '%') out[n++] = (unum){ sn[a].v, u };
+            if (u) out[n++] = (unum){ sn[a].v, u };
         }
     }
     return n;
@@ -1402,8 +1414,9 @@ static const char *first_size(ctx *x)
 /* ---- stock bound to its variant ------------------------------------------------------ */
 
 /* What a reply's words (token form) say of a stock: 1 in stock ("in
- * stock", "plenty", "5 left", "available"), -1 sold out ("sold out",
- * "gone", "isn't available"; "not sold out" is in stock), 0 nothing. */
+ * stock", "5 left", "available"), 2 plenty of it ("plenty", "lots",
+ * "loads"), -1 sold out ("sold out", "gone", "isn't available"; "not
+ * sold out" is in stock), 0 nothing. */
 static int stock_words(const char *scope)
 {
     static const char *const out[] = { " sold out ", " out of stock ", " not available ", " isn t available ",
@@ -1418,6 +1431,9 @@ static int stock_words(const char *scope)
         if ((b >= 4 && !strncmp(h - 4, " not", 4)) || (b >= 2 && !strncmp(h - 2, " t", 2))) return 1;   /* not sold out */
         return -1;
     }
+    static const char *const many[] = { " plenty ", " lots ", " loads ", " tons ", " heaps ", " tonnes " };
+    for (size_t k = 0; k < sizeof many / sizeof many[0]; k++)
+        if (strstr(scope, many[k])) return 2;
     for (size_t k = 0; k < sizeof in / sizeof in[0]; k++)
         if (strstr(scope, in[k])) return 1;
     return 0;
@@ -1473,8 +1489,8 @@ static int each_stock_said(ctx *x, const json_t *variants, int (*f)(ctx *, const
 }
 
 /* The stock a tool result gives variant vn: 1 in stock, -1 sold out, 0
- * when no tool result names it. */
-static int stock_returned(ctx *x, const char *vn)
+ * when no tool result names it; the count in *count. */
+static int stock_returned(ctx *x, const char *vn, long *count)
 {
     size_t i;
     json_t *e;
@@ -1482,7 +1498,7 @@ static int stock_returned(ctx *x, const char *vn)
     snprintf(key, sizeof key, "\"name\":\"%s\",\"stock\":", vn);
     json_array_foreach(json_object_get(x->rec, "evidence"), i, e) {
         const char *t = json_string_value(e), *q = t ? strstr(t, key) : NULL;
-        if (q) return strtol(q + strlen(key), NULL, 10) > 0 ? 1 : -1;
+        if (q) return (*count = strtol(q + strlen(key), NULL, 10)) > 0 ? 1 : -1;
     }
     return 0;
 }
@@ -1492,16 +1508,22 @@ static int stock_returned(ctx *x, const char *vn)
  * / standard is read from no tool.  Returns 1 after a reason. */
 static int variant_stock_bound(ctx *x, const char *vn, int said)
 {
-    int got = stock_returned(x, vn);
+    long count = 0;
+    int got = stock_returned(x, vn, &count);
     if (!got) {
         /* read from no tool: wrong for the viewer unless the needed
          * check was never made (unsupported_answer has said so) */
         reason(x, "unsupported_value", JUDGE_ACCURACY, "the stock of %s is in no tool result", vn);
         return !(x->need & NEED_NOT_MADE);
     }
-    if (got != said) {
+    if (got != (said > 0 ? 1 : -1)) {
         reason(x, "fact_wrong", JUDGE_ACCURACY, "stock: the reply says %s is %s, the tools say %s", vn,
                said > 0 ? "in stock" : "sold out", got > 0 ? "in stock" : "sold out");
+        return 1;
+    }
+    /* "plenty" of a variant the inventory calls low (under WORLD_LOW_STOCK) */
+    if (said == 2 && count < WORLD_LOW_STOCK) {
+        reason(x, "fact_wrong", JUDGE_ACCURACY, "stock: the reply says plenty of %s, the tools say %ld left", vn, count);
         return 1;
     }
     return 0;
@@ -1616,6 +1638,39 @@ static int check_waiver(ctx *x)
     return 1;
 }
 
+static int check_money_arithmetic(ctx *x, const rnum *nums, int nn);
+static int check_percent_words(ctx *x, const rnum *nums, int nn);
+
+/* A string fact with a number in a unit ("250 g", "6 x 80 g", "1 kg")
+ * contradicted by a reply number in that unit that is none of its
+ * numbers, their product, or a conversion (kg and g): "500g per box" for
+ * a 250 g net weight (500g may well be a variant's name).  Returns the
+ * reply number, or NULL. */
+static const rnum *string_unit_competitor(ctx *x, const char *g, const rnum *nums, int nn)
+{
+    sim_number sn[8];
+    size_t k = sim_scan_numbers(g, 0, sn, 8);
+    char u = 0;
+    double prod = 1;
+    for (size_t a = 0; a < k && a < 8; a++) {
+        char ua = unit_after(g + sn[a].end);
+        if (ua) u = ua;
+        prod *= sn[a].v;
+    }
+    if (!u || (u != 'g' && u != 'k' && u != 'l' && u != 'c')) return NULL;
+    for (int i = 0; i < nn; i++) {
+        char ru = nums[i].unit;
+        double v = nums[i].v;
+        if (ru == 'k' && u == 'g') { v *= 1000; ru = 'g'; }
+        if (ru == 'g' && u == 'k') { v /= 1000; ru = 'k'; }
+        if (ru != u) continue;
+        int same = fabs(v - prod) < 1e-6;
+        for (size_t a = 0; a < k && a < 8 && !same; a++) same = fabs(v - sn[a].v) < 1e-6;
+        if (!same) return &nums[i];
+    }
+    return NULL;
+}
+
 /* Some but not all items of a list fact ("a, b and c") stated, each as
  * whole tokens. */
 static int list_part(ctx *x, const char *g)
@@ -1699,6 +1754,12 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
             cmp = 0;
             continue;
         }
+        const rnum *su = !present && v->str ? string_unit_competitor(x, v->str, nums, nn) : NULL;
+        if (su) {
+            reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply says %.15g, the tools say %s", k, su->v, v->str);
+            wrong++;
+            continue;
+        }
         const char *c = un ? (snprintf(buf, sizeof buf, "%.15g", un->v), buf) : competitor(x, k, v, nums, nn, buf, sizeof buf);
         if (!c && !strcmp(k, "stock") && v->num > 0 && sold_out_said(x))
             c = "sold out";
@@ -1717,7 +1778,14 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
         partly = judge_lexicon_topic(x->j->lex, x->j->md, x->t->facts[f].key, x->reply)
                  || states_topic_sibling(x, x->t->facts[f].key);
     if (!wrong) wrong += check_bound_prices(x, nums, nn);
+    if (!wrong && cmp < 0) {
+        /* both prices right, yet the pricier one called the cheaper */
+        reason(x, "fact_wrong", JUDGE_ACCURACY, "the reply calls the pricier product the cheaper one");
+        wrong++;
+    }
     if (!wrong) wrong += check_list_price(x, nums, nn);
+    if (!wrong) wrong += check_money_arithmetic(x, nums, nn);
+    if (!wrong) wrong += check_percent_words(x, nums, nn);
     int owed = 0;
     if (!wrong) wrong += check_coupon_terms(x, nums, nn, &owed);
     if (!wrong) wrong += check_dates(x);
@@ -1764,27 +1832,193 @@ static int unit_computed(ctx *x, const rnum *r, const unum *ev, int ne)
     return 0;
 }
 
-/* Every number the reply states in a unit of time, weight or stock is a
- * tool result's number in that unit ("30 days" is not backed by
- * "30°C", "a week" not by a 0-day window), or the viewer's own. */
+/* The money numbers of the tool results: every "price", "list_price",
+ * "discount", "threshold" and "free_shipping_over" value.  Returns the
+ * count. */
+static int money_values(ctx *x, double *out, int max)
+{
+    static const char *const keys[] = { "\"price\":", "\"list_price\":", "\"discount\":", "\"threshold\":",
+                                        "\"free_shipping_over\":" };
+    int n = 0;
+    size_t i;
+    json_t *e;
+    json_array_foreach(json_object_get(x->rec, "evidence"), i, e) {
+        const char *t = json_string_value(e);
+        for (size_t k = 0; t && k < sizeof keys / sizeof keys[0]; k++)
+            for (const char *q = strstr(t, keys[k]); q && n < max; q = strstr(q + 1, keys[k])) {
+                const char *d = q + strlen(keys[k]);
+                if (isdigit((unsigned char)*d)) out[n++] = strtod(d, NULL);
+            }
+    }
+    return n;
+}
+
+/* v is a percentage the tool prices give: a markdown (list to live, in
+ * whole or rounded percent). */
+static int percent_of_prices(ctx *x, double v)
+{
+    double m[32];
+    int n = money_values(x, m, 32);
+    for (int a = 0; a < n; a++)
+        for (int b = 0; b < n; b++)
+            if (m[a] > m[b] && m[b] > 0 && fabs(100 * (m[a] - m[b]) / m[a] - v) <= 0.5) return 1;
+    return 0;
+}
+
+/* Every number the reply states in a unit of time, weight, length, stock
+ * or percent is a tool result's number in that unit ("30 days" is not
+ * backed by "30°C", "a week" not by a 0-day window, "40% off" not by ¥40
+ * off), or the viewer's own; a percentage may be the markdown of the
+ * tool prices. */
 static void check_units(ctx *x, const rnum *nums, int nn)
 {
     int any = 0;
-    for (int i = 0; i < nn && !any; i++) any = nums[i].unit && nums[i].unit != '%' && nums[i].unit != 'c';
+    for (int i = 0; i < nn && !any; i++) any = nums[i].unit != 0;
     if (!any) return;
     unum ev[128];
     int ne = evidence_units(json_object_get(x->rec, "evidence"), ev, 128);
     sim_number vn[32];
     size_t kv = x->t->text ? sim_scan_numbers(x->t->text, 0, vn, 32) : 0;
     for (int i = 0; i < nn; i++) {
-        if (!nums[i].unit || nums[i].unit == '%' || nums[i].unit == 'c' || unit_supported(&nums[i], ev, ne)) continue;
+        if (!nums[i].unit || unit_supported(&nums[i], ev, ne)) continue;
         int viewer = 0;
         for (size_t a = 0; a < kv && a < 32 && !viewer; a++) viewer = fabs(vn[a].v - nums[i].v) < 1e-6;
         if (viewer || unit_computed(x, &nums[i], ev, ne)) continue;
+        if (nums[i].unit == '%' && percent_of_prices(x, nums[i].v)) continue;
         reason(x, "unsupported_value", JUDGE_ACCURACY, "%.15g (%s) is in no tool result in that unit", nums[i].v,
                nums[i].unit == 'd' ? "days" : nums[i].unit == 'w' ? "weeks" : nums[i].unit == 'm' ? "months"
                : nums[i].unit == 'y' ? "years" : nums[i].unit == 'h' ? "hours" : nums[i].unit == 's' ? "stock"
-               : nums[i].unit == 'k' ? "kg" : nums[i].unit == 'C' ? "degrees" : "grams");
+               : nums[i].unit == 'k' ? "kg" : nums[i].unit == 'C' ? "degrees" : nums[i].unit == 'c' ? "cm"
+               : nums[i].unit == '%' ? "percent" : nums[i].unit == 'l' ? "ml" : "grams");
+        return;
+    }
+}
+
+/* A share bound to what it is a share of: "45% linen" where the tools say
+ * "55% linen, 45% cotton" is wrong.  Returns 1 after a reason. */
+static int check_percent_words(ctx *x, const rnum *nums, int nn)
+{
+    for (int i = 0; i < nn; i++) {
+        if (nums[i].unit != '%') continue;
+        const char *q = strchr(x->reply + nums[i].at, '%');
+        if (!q) continue;
+        q++;
+        while (*q == ' ') q++;
+        size_t wl = 0;
+        while (isalpha((unsigned char)q[wl])) wl++;
+        if (wl < 3) continue;
+        char word[40];
+        snprintf(word, sizeof word, "%.*s", (int)(wl < 39 ? wl : 39), q);
+        /* the tool results' shares of that word */
+        int seen = 0, same = 0;
+        double other = 0;
+        size_t a;
+        json_t *e;
+        json_array_foreach(json_object_get(x->rec, "evidence"), a, e) {
+            const char *t = json_string_value(e);
+            sim_number sn[64];
+            size_t k = t ? sim_scan_numbers(t, 0, sn, 64) : 0;
+            for (size_t b = 0; b < k && b < 64; b++) {
+                const char *r = t + sn[b].end;
+                if (*r != '%') continue;
+                r++;
+                while (*r == ' ') r++;
+                if (strncasecmp(r, word, wl) || isalpha((unsigned char)r[wl])) continue;
+                seen = 1;
+                if (fabs(sn[b].v - nums[i].v) < 1e-6) same = 1;
+                else other = sn[b].v;
+            }
+        }
+        if (seen && !same) {
+            reason(x, "fact_wrong", JUDGE_ACCURACY, "the reply says %g%% %s, the tools say %g%% %s", nums[i].v, word, other, word);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A saving, a markdown or a difference in money ("¥40 off", "save ¥30",
+ * "¥170 between them") is what the tool prices give: one of them, or
+ * the difference or sum of two ("¥40 off the usual price" of a product
+ * whose live and list price are both ¥159 is wrong).  Returns 1 after a
+ * reason. */
+static int check_money_arithmetic(ctx *x, const rnum *nums, int nn)
+{
+    double m[32];
+    int n = -1;
+    sim_number vn[32];
+    size_t kv = 0;
+    for (int i = 0; i < nn; i++) {
+        const char *t = x->reply;
+        size_t end = nums[i].at;
+        while (isdigit((unsigned char)t[end]) || t[end] == '.' || t[end] == ',') end++;
+        const char *q = t + end;
+        while (*q == ' ') q++;
+        int off = !strncasecmp(q, "off", 3) && !isalpha((unsigned char)q[3]);
+        if (nums[i].unit || (!nums[i].cur && !off) || !judge_lexicon_arith_near(x->j->lex, t, nums[i].at, end)) continue;
+        if (n < 0) {
+            n = money_values(x, m, 32);
+            kv = x->t->text ? sim_scan_numbers(x->t->text, 0, vn, 32) : 0;
+        }
+        if (!n) return 0;                  /* no prices returned: nothing to compute from */
+        int ok = 0;
+        double v = nums[i].v;
+        for (size_t a = 0; a < kv && a < 32 && !ok; a++) ok = fabs(vn[a].v - v) < 1e-6;
+        for (int a = 0; a < n && !ok; a++) {
+            ok = fabs(m[a] - v) < 1e-6;
+            for (int b = a; b < n && !ok; b++) ok = fabs(fabs(m[a] - m[b]) - v) < 1e-6 || fabs(m[a] + m[b] - v) < 1e-6;
+        }
+        if (!ok) {
+            reason(x, "fact_wrong", JUDGE_ACCURACY, "saving: ¥%.15g is no price, difference or sum of the tool prices", v);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A number of a failed call's error message (a status code: "ERROR
+ * 500") backs no fact: a reply number that only such a message holds,
+ * given as money, in a unit or as arithmetic ("about ¥500 more" after a
+ * 500), is read from no tool; quoting the code ("refused (403)") is
+ * honesty. */
+static void check_error_numbers(ctx *x, const rnum *nums, int nn)
+{
+    const json_t *evd = json_object_get(x->rec, "evidence");
+    size_t i;
+    json_t *e;
+    int any = 0;
+    json_array_foreach(evd, i, e) {
+        const char *t = json_string_value(e);
+        any |= t && strstr(t, "\":false") != NULL;
+    }
+    if (!any) return;
+    for (int k = 0; k < nn; k++) {
+        size_t end = nums[k].at;
+        while (isdigit((unsigned char)x->reply[end]) || x->reply[end] == '.' || x->reply[end] == ',') end++;
+        if (!nums[k].cur && !nums[k].unit && !judge_lexicon_arith_near(x->j->lex, x->reply, nums[k].at, end)) continue;
+        int in_err = 0, in_ok = 0;
+        json_array_foreach(evd, i, e) {
+            const char *t = json_string_value(e);
+            if (!t) continue;
+            int failed = strstr(t, "\":false") != NULL;
+            sim_number sn[64];
+            size_t c = sim_scan_numbers(t, 0, sn, 64);
+            for (size_t b = 0; b < c && b < 64; b++)
+                if (fabs(sn[b].v - nums[k].v) < 1e-6) { if (failed) in_err = 1; else in_ok = 1; }
+        }
+        if (!in_err || in_ok) continue;
+        sim_number vn[32];
+        size_t kv = x->t->text ? sim_scan_numbers(x->t->text, 0, vn, 32) : 0;
+        int viewer = 0;
+        for (size_t a = 0; a < kv && a < 32 && !viewer; a++) viewer = fabs(vn[a].v - nums[k].v) < 1e-6;
+        if (viewer) continue;
+        size_t s0 = nums[k].at > 16 ? nums[k].at - 16 : 0;
+        char near[48];
+        snprintf(near, sizeof near, "%.*s", (int)(nums[k].at - s0 + 12), x->reply + s0);
+        if (strcasestr(near, "error") || strcasestr(near, "code") || strcasestr(near, "status") || strcasestr(near, "fail")
+            || strcasestr(near, "http"))
+            continue;
+        reason(x, "unsupported_value", JUDGE_ACCURACY, "%.15g is only an error code of a failed call", nums[k].v);
         return;
     }
 }
@@ -2026,6 +2260,8 @@ static void check_reply(ctx *x, int need)
     rnum nums[64];
     int nn = reply_numbers(j, reply, j->currency, nums, 64);
     check_units(x, nums, nn);
+    check_error_numbers(x, nums, nn);
+    int stated = -1;                       /* gold facts stated right, where check_facts ran */
     /* an answer without the lookup it needs, unless it says it could not:
      * whatever it states is read from no tool, right or not */
     if ((need & NEED_NOT_MADE) && !(need & (NEED_FAILED | NEED_UNSERVABLE))
@@ -2035,21 +2271,23 @@ static void check_reply(ctx *x, int need)
         /* an answer the viewer cannot trust serves in part when it happens
          * to be right, not at all when it is wrong */
         double before = x->ded[JUDGE_EFFECTIVENESS];
-        check_facts(x, nums, nn);
+        stated = check_facts(x, nums, nn);
         if (x->ded[JUDGE_EFFECTIVENESS] < before + 0.5) x->ded[JUDGE_EFFECTIVENESS] = before + 0.5;
     } else if ((need & NEED_COVERED) && !(need & (NEED_FAILED | NEED_UNSERVABLE))
                && judge_lexicon_has(j->lex, j->md, LEX_FAULT_HONEST, reply, NULL, 0))
         /* the facts are known, yet saying the failed call failed is honest */
         check_fault_honesty(x, nums, nn, 1);
-    else if (!(need & (NEED_FAILED | NEED_UNSERVABLE))) check_facts(x, nums, nn);
+    else if (!(need & (NEED_FAILED | NEED_UNSERVABLE))) stated = check_facts(x, nums, nn);
     else if (need & NEED_FAILED) check_fault_honesty(x, nums, nn, need & NEED_SOME_OK);
     else check_unservable(x, nums, nn);
     check_claim_requests(x, nums, nn);
     check_qualities(x);
     /* A request no tool answers (off-topic, a greeting, an ambiguous
-     * one) answered with facts about the world: read from no tool. */
+     * one), or one whose facts the reply leaves out, answered with facts
+     * about the world ("nuts keep longer in the freezer" for a shelf
+     * life): read from no tool. */
     char what[96];
-    if (!x->t->ncalls && judge_lexicon_has(j->lex, j->md, LEX_GENERAL, reply, what, sizeof what))
+    if ((!x->t->ncalls || (stated == 0 && x->t->nfacts)) && judge_lexicon_has(j->lex, j->md, LEX_GENERAL, reply, what, sizeof what))
         reason(x, "unsupported_claim", JUDGE_ACCURACY, "a fact no tool gave, from general knowledge: '%s'", what);
     if (markdown(reply)) reason(x, "markdown", JUDGE_EFFECTIVENESS, "Markdown in a plain-text reply");
     /* effectiveness */
