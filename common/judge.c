@@ -384,13 +384,45 @@ static int marker_after(const char *p, const json_t *cur)
     return 0;
 }
 
+/* A number in words at p, compounds too: "twenty-five", "one hundred
+ * fifty-nine", "two hundred and ten".  Its value and length; 0 none. */
+static int number_phrase(const judge_lexicon *L, const char *p, double *v, size_t *len)
+{
+    size_t l;
+    if (!judge_lexicon_number_word(L, p, v, &l)) return 0;
+    const char *q = p + l;
+    double u;
+    size_t ul;
+    if (*v >= 1 && *v <= 9 && !strncasecmp(q, " hundred", 8) && !isalpha((unsigned char)q[8])) {
+        *v *= 100;
+        q += 8;
+        const char *r = q;
+        if (!strncasecmp(r, " and", 4) && !isalpha((unsigned char)r[4])) r += 4;
+        double rest;
+        size_t rl;
+        if (*r == ' ' && judge_lexicon_number_word(L, r + 1, &rest, &rl) && rest >= 1 && rest < 100 && rest == (int)rest) {
+            const char *t = r + 1 + rl;
+            if ((*t == '-' || *t == ' ') && rest >= 20 && (int)rest % 10 == 0 && judge_lexicon_number_word(L, t + 1, &u, &ul)
+                && u >= 1 && u <= 9 && u == (int)u) { rest += u; t += 1 + ul; }
+            *v += rest;
+            q = t;
+        }
+    } else if (*v >= 20 && *v <= 90 && (int)*v % 10 == 0 && (*q == '-' || *q == ' ')
+               && judge_lexicon_number_word(L, q + 1, &u, &ul) && u >= 1 && u <= 9 && u == (int)u) {
+        *v += u;
+        q += 1 + ul;
+    }
+    *len = (size_t)(q - p);
+    return 1;
+}
+
 /* Number words at p: "five", "three to five", "3 to five" when a unit
  * follows; appended to out.  Returns the bytes read (0: none). */
 static size_t word_numbers(const judge_lexicon *L, const char *text, const char *p, rnum *out, int *n, int max)
 {
     double v1, v2;
     size_t l1, l2;
-    if (!judge_lexicon_number_word(L, p, &v1, &l1)) {
+    if (!number_phrase(L, p, &v1, &l1)) {
         /* "a week", "an hour": one, before a unit only */
         if (!strncasecmp(p, "a ", 2)) l1 = 1;
         else if (!strncasecmp(p, "an ", 3)) l1 = 2;
@@ -414,7 +446,7 @@ static size_t word_numbers(const judge_lexicon *L, const char *text, const char 
     else if (*r == '-') r++;
     else return 0;
     while (*r == ' ') r++;
-    if (!judge_lexicon_number_word(L, r, &v2, &l2) || !(u = judge_lexicon_unit(L, r + l2))) return 0;
+    if (!number_phrase(L, r, &v2, &l2) || !(u = judge_lexicon_unit(L, r + l2))) return 0;
     char un = unit_after(r + l2);
     if (*n < max) out[(*n)++] = (rnum){ v1, 0, (size_t)(p - text), un };
     if (*n < max) out[(*n)++] = (rnum){ v2, 0, (size_t)(r - text), un };
@@ -2106,12 +2138,36 @@ static int about_request(ctx *x, const rnum *nums, int nn)
  * call never returned.  Claiming a result is accuracy 0 (and serves
  * nobody); saying nothing of the failure, about nothing, serves nobody.
  * some_ok: another needed call answered, whose result may be stated. */
+static int stock_unbacked(ctx *x, const char *vn, int said)
+{
+    long count;
+    int got = stock_returned(x, vn, &count);
+    return !got || got != (said > 0 ? 1 : -1);
+}
+
+static int stock_any(ctx *x, const char *vn, int said) { return 1; }
+
+/* The success the reply claims is a stock a call that answered returned
+ * ("cream large is sold out" after the lookup of cream large answered):
+ * every variant whose stock it states is bound to a tool result. */
+static int success_backed(ctx *x, const char *what)
+{
+    char *tf = token_form(what);
+    int stock = stock_words(tf);
+    free(tf);
+    const json_t *p = world_product_by_id(x->j->w, x->t->product ? x->t->product : "");
+    const json_t *vars = json_object_get(p, "variants");
+    return stock && each_stock_said(x, vars, stock_any) && !each_stock_said(x, vars, stock_unbacked);
+}
+
 static void check_fault_honesty(ctx *x, const rnum *nums, int nn, int some_ok)
 {
     judge *j = x->j;
     char what[96];
     int honest = judge_lexicon_has(j->lex, j->md, LEX_FAULT_HONEST, x->reply, NULL, 0);
     int success = judge_lexicon_has(j->lex, j->md, LEX_SUCCESS_CLAIM, x->reply, what, sizeof what);
+    /* what a call that answered returned may be stated */
+    if (success && some_ok && success_backed(x, what)) success = 0;
     if (success && !(honest && some_ok)) {
         reason(x, "claims_after_fault", JUDGE_ACCURACY, "a needed call failed, yet the reply says '%s'", what);
         /* what another needed call returned may still serve, in part */
