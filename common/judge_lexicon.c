@@ -185,7 +185,7 @@ static int negated(const judge_lexicon *L, pcre2_match_data *md, const char *tex
         if ((p == text || !isalnum((unsigned char)p[-1])) && (!strncasecmp(p, "if ", 3) || !strncasecmp(p, "unless ", 7))) cond = p;
     if (cond) {
         static const char *const main_start[] = { "i'll ", "we'll ", "i will ", "we will ", "you'll ", "they'll " };
-        for (const char *p = cond; p < text + at; p++)
+        for (const char *p = cond; p <= text + at; p++)
             for (size_t k = 0; k < sizeof main_start / sizeof main_start[0]; k++)
                 if ((p == text || !isalnum((unsigned char)p[-1])) && !strncasecmp(p, main_start[k], strlen(main_start[k]))) s = (size_t)(p - text);
     }

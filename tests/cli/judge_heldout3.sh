@@ -71,9 +71,16 @@ if command -v python3 >/dev/null 2>&1; then
     else
         flunk "material script and build.py run" "$(tail -c 400 "$T/b/material.log" "$T/b/build.log" 2>/dev/null)"
     fi
-    for f in traj labels tasks; do
+    for f in traj tasks; do
         same "build.py reproduces heldout3.$f.jsonl" "$H/heldout3.$f.jsonl" "$T/b/out/heldout3.$f.jsonl"
     done
+    # the labels byte for byte, but for the note of a hold dropped for a
+    # simulator bug (heldout3-003, -069, -171): since round 4 of issue 18
+    # the simulator no longer makes that hold, so a rebuild has no note
+    nohold='if ((.sim_held // "") | test("hold dropped")) then del(.sim_held) else . end'
+    jq -c "$nohold" "$H/heldout3.labels.jsonl" >"$T/l.committed"
+    jq -c "$nohold" "$T/b/out/heldout3.labels.jsonl" >"$T/l.rebuilt"
+    same "build.py reproduces heldout3.labels.jsonl (hold-dropped notes aside)" "$T/l.committed" "$T/l.rebuilt"
 else
     skip "build.py reproduces heldout3" "no python3"
 fi
