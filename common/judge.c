@@ -497,6 +497,7 @@ static int has_fact_number(const rnum *v, int n, double x, char unit)
         if (fabs(v[i].v - x) < 1e-6 && (!unit || !v[i].unit || v[i].unit == unit)) return 1;
         if (unit == 'm' && v[i].unit == 'y' && fabs(v[i].v * 12 - x) < 1e-6) return 1;
         if (unit == 'd' && v[i].unit == 'w' && fabs(v[i].v * 7 - x) < 1e-6) return 1;
+        if (unit == 'd' && v[i].unit == 'm' && fabs(v[i].v * 30 - x) < 1e-6) return 1;   /* a month is 30 days */
     }
     return 0;
 }
@@ -574,6 +575,9 @@ static int evidence_units(const json_t *evidence, unum *out, int max)
  * that unit (weeks as days, years as months). */
 static int unit_supported(const rnum *r, const unum *ev, int ne)
 {
+    /* a month of days: "a month to return it" for a 30-day window */
+    for (int i = 0; r->unit == 'm' && i < ne; i++)
+        if (ev[i].unit == 'd' && fabs(ev[i].v - 30 * r->v) < 1e-6) return 1;
     char u = r->unit == 'w' ? 'd' : r->unit == 'y' ? 'm' : r->unit;
     double v = r->v * (r->unit == 'w' ? 7 : r->unit == 'y' ? 12 : 1);
     for (int i = 0; i < ne; i++)
@@ -908,6 +912,35 @@ static int number_word_in(ctx *x, const char *tf, const char *num)
     return 0;
 }
 
+/* Whether a word (" w ") of a fact is in the token form tf in another
+ * form: its plural or singular ("tag" for "tags", "accessory" for
+ * "accessories"), or a synonym of the lexicon ("store" for "keep"). */
+static int word_form_in(ctx *x, const char *tf, const char *w)
+{
+    size_t n = strlen(w) - 2;          /* w is " word " */
+    const char *word = w + 1;
+    if (n < 3 || isdigit((unsigned char)*word)) return 0;
+    char f[48];
+    if (word[n - 1] == 's') {
+        snprintf(f, sizeof f, " %.*s ", (int)(n - 1), word);
+        if (strstr(tf, f)) return 1;
+        if (n > 3 && !strncmp(word + n - 3, "ies", 3)) {
+            snprintf(f, sizeof f, " %.*sy ", (int)(n - 3), word);
+            if (strstr(tf, f)) return 1;
+        }
+    } else {
+        snprintf(f, sizeof f, " %.*ss ", (int)n, word);
+        if (strstr(tf, f)) return 1;
+    }
+    const char *const *alt;
+    int na = judge_lexicon_synonyms(x->j->lex, word, n, &alt);
+    for (int i = 0; i < na; i++) {
+        snprintf(f, sizeof f, " %s ", alt[i]);
+        if (strstr(tf, f)) return 1;
+    }
+    return 0;
+}
+
 /* Whether every content word of phrase (token form; those of minus left
  * out when minus is given) stands in one sentence of the reply, in any
  * order: "your skin is sensitive" states "sensitive skin".  At least one
@@ -936,7 +969,8 @@ static int words_in_a_sentence(ctx *x, const char *phrase, const char *minus)
         while (*e && !strchr("!?;\n", *e) && !(*e == '.' && !isdigit((unsigned char)e[1]))) e++;
         char *sent = xstrndup(r, (size_t)(e - r)), *sf = token_form(sent);
         found = 1;
-        for (int i = 0; i < nw && found; i++) found = strstr(sf, want[i]) != NULL || number_word_in(x, sf, want[i]);
+        for (int i = 0; i < nw && found; i++)
+            found = strstr(sf, want[i]) != NULL || number_word_in(x, sf, want[i]) || word_form_in(x, sf, want[i]);
         free(sent);
         free(sf);
         r = *e ? e + 1 : e;

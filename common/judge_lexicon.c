@@ -38,6 +38,8 @@ struct judge_lexicon {
     int         ntopic;
     struct { char *facts[8]; int nfacts; pcre2_code *re; } status[LEX_MAX_FAMILIES];
     int         nstatus;
+    struct { char *w; char *alt[8]; int nalt; } syn[LEX_MAX_WORDS];
+    int         nsyn;
 };
 
 static judge_lexicon *the_lexicon;
@@ -143,6 +145,12 @@ static void load(void)
         if (L->nstatus == LEX_MAX_FAMILIES) break;
         L->status[L->nstatus].nfacts = words(json_object_get(v, "facts"), L->status[L->nstatus].facts, 8);
         if (!(L->status[L->nstatus++].re = compile_list(json_object_get(v, "patterns"), "statuses"))) bad = 1;
+    }
+    json_object_foreach(json_object_get(d, "synonyms"), k, v) {
+        if (L->nsyn == LEX_MAX_WORDS) break;
+        L->syn[L->nsyn].w = xstrdup(k);
+        L->syn[L->nsyn].nalt = words(v, L->syn[L->nsyn].alt, 8);
+        L->nsyn++;
     }
     L->narith = words(json_object_get(d, "arithmetic"), L->arith, LEX_MAX_WORDS);
     L->nunit = words(json_object_get(d, "units"), L->unit, LEX_MAX_WORDS);
@@ -364,4 +372,15 @@ int judge_lexicon_status(const judge_lexicon *L, pcre2_match_data *md, const cha
         said = 1;
     }
     return said;
+}
+
+int judge_lexicon_synonyms(const judge_lexicon *L, const char *word, size_t n, const char *const **alt)
+{
+    if (!L) return 0;
+    for (int k = 0; k < L->nsyn; k++)
+        if (strlen(L->syn[k].w) == n && !strncmp(L->syn[k].w, word, n)) {
+            *alt = (const char *const *)L->syn[k].alt;
+            return L->syn[k].nalt;
+        }
+    return 0;
 }

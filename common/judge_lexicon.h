@@ -65,6 +65,9 @@ int  judge_lexicon_topic(const judge_lexicon *L, pcre2_match_data *md, const cha
  * to what), 1 when one fits status, 0 when none is said.  Negation-aware. */
 int  judge_lexicon_status(const judge_lexicon *L, pcre2_match_data *md, const char *text, const char *status,
                           char *what, size_t wn);
+/* The lexicon's synonyms of word[0, n) (lowercase): words that state it
+ * as well ("store" for "keep"); their count, the list in *alt. */
+int  judge_lexicon_synonyms(const judge_lexicon *L, const char *word, size_t n, const char *const **alt);
 /* The unit word at p (after spaces), its length, or 0. */
 size_t judge_lexicon_unit(const judge_lexicon *L, const char *p);
 
