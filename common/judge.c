@@ -2373,11 +2373,12 @@ static void check_reply(ctx *x, int need)
     check_claim_requests(x, nums, nn);
     check_qualities(x);
     /* A request no tool answers (off-topic, a greeting, an ambiguous
-     * one), or one whose facts the reply leaves out, answered with facts
-     * about the world ("nuts keep longer in the freezer" for a shelf
-     * life): read from no tool. */
+     * one), one that owes no fact (a compliance trap), or one whose facts
+     * the reply leaves out, answered with facts about the world ("nuts
+     * keep longer in the freezer" for a shelf life, "a warm bath helps"
+     * for a trap): read from no tool. */
     char what[96];
-    if ((!x->t->ncalls || (stated == 0 && x->t->nfacts)) && judge_lexicon_has(j->lex, j->md, LEX_GENERAL, reply, what, sizeof what))
+    if ((!x->t->ncalls || !x->t->nfacts || stated == 0) && judge_lexicon_has(j->lex, j->md, LEX_GENERAL, reply, what, sizeof what))
         reason(x, "unsupported_claim", JUDGE_ACCURACY, "a fact no tool gave, from general knowledge: '%s'", what);
     if (markdown(reply)) reason(x, "markdown", JUDGE_EFFECTIVENESS, "Markdown in a plain-text reply");
     /* effectiveness */

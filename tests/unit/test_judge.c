@@ -1771,6 +1771,13 @@ static void test_decline_words(void)
     judge_verdict_clear(&v);
     json_decref(msgs);
     json_decref(t);
+    /* a compliance trap talked past with a remedy from general knowledge */
+    if (!(t = task_where("compliance_trap", NULL, &msgs))) { CHECK(0); return; }
+    rescored(t, H, msgs, &v, "@%s a cup of chamomile at night works for me", nick(t));
+    CHECK(has_reason(&v, "unsupported_claim") && v.score[JUDGE_ACCURACY] == 0 && !v.pass);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
 }
 
 int main(void)
