@@ -2021,7 +2021,7 @@ static int check_money_arithmetic(ctx *x, const rnum *nums, int nn)
         const char *q = t + end;
         while (*q == ' ') q++;
         int off = !strncasecmp(q, "off", 3) && !isalpha((unsigned char)q[3]);
-        if (nums[i].unit || (!nums[i].cur && !off) || !judge_lexicon_arith_near(x->j->lex, t, nums[i].at, end)) continue;
+        if (nums[i].unit || (!nums[i].cur && !off)) continue;
         if (n < 0) {
             n = money_values(x, m, 32);
             kv = x->t->text ? sim_scan_numbers(x->t->text, 0, vn, 32) : 0;
@@ -2029,11 +2029,12 @@ static int check_money_arithmetic(ctx *x, const rnum *nums, int nn)
         if (!n) return 0;                  /* no prices returned: nothing to compute from */
         int ok = 0;
         double v = nums[i].v;
+        /* a tool price or the viewer's number stands as it is */
         for (size_t a = 0; a < kv && a < 32 && !ok; a++) ok = fabs(vn[a].v - v) < 1e-6;
-        for (int a = 0; a < n && !ok; a++) {
-            ok = fabs(m[a] - v) < 1e-6;
+        for (int a = 0; a < n && !ok; a++) ok = fabs(m[a] - v) < 1e-6;
+        if (ok || !judge_lexicon_arith_near(x->j->lex, t, nums[i].at, end)) continue;
+        for (int a = 0; a < n && !ok; a++)
             for (int b = a; b < n && !ok; b++) ok = fabs(fabs(m[a] - m[b]) - v) < 1e-6 || fabs(m[a] + m[b] - v) < 1e-6;
-        }
         if (!ok) {
             reason(x, "fact_wrong", JUDGE_ACCURACY, "saving: ¥%.15g is no price, difference or sum of the tool prices", v);
             return 1;

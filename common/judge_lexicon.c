@@ -47,7 +47,14 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /* The strings of patterns joined as (?:a)|(?:b)|..., compiled; NULL
  * after a diagnostic naming the list. */
+static pcre2_code *compile_list_opts(const json_t *patterns, const char *what, uint32_t caseless);
+
 static pcre2_code *compile_list(const json_t *patterns, const char *what)
+{
+    return compile_list_opts(patterns, what, PCRE2_CASELESS);
+}
+
+static pcre2_code *compile_list_opts(const json_t *patterns, const char *what, uint32_t caseless)
 {
     sbuf b;
     sbuf_init(&b);
@@ -76,7 +83,7 @@ static pcre2_code *compile_list(const json_t *patterns, const char *what)
     for (size_t i = 0; i < b.len && ascii; i++) ascii = (unsigned char)b.s[i] < 0x80;
     int ec;
     PCRE2_SIZE off;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)b.s, PCRE2_ZERO_TERMINATED, PCRE2_CASELESS | (ascii ? 0 : PCRE2_UTF),
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)b.s, PCRE2_ZERO_TERMINATED, caseless | (ascii ? 0 : PCRE2_UTF),
                                    &ec, &off, NULL);
     if (!re) {
         PCRE2_UCHAR msg[256];
@@ -128,7 +135,9 @@ static void load(void)
         if (!(f->re = compile_list(json_object_get(v, "patterns"), k))) bad = 1;
     }
     for (int k = 0; k < 2; k++) {
-        if (json_array_size(all[k]) && !(L->any_claim[k] = compile_list(all[k], "families"))) bad = 1;
+        /* matched on the text lowered (ASCII), the patterns being lowercase:
+         * a caseless match costs more at every byte */
+        if (json_array_size(all[k]) && !(L->any_claim[k] = compile_list_opts(all[k], "families", 0))) bad = 1;
         json_decref(all[k]);
     }
     static const char *const lists[LEX_NLISTS] = { "fault_honest", "success_claim", "decline", "invented_fault",
@@ -226,8 +235,13 @@ int judge_lexicon_claim(const judge_lexicon *L, pcre2_match_data *md, const char
     if (!L || !text) return -1;
     /* no family matches anywhere, negated or not: one search, not one a family */
     int any = 0;
+    char buf[1024], *low = buf;
+    size_t n = strlen(text);
+    if (n >= sizeof buf) low = xmalloc(n + 1);
+    for (size_t i = 0; i <= n; i++) low[i] = (char)((text[i] >= 'A' && text[i] <= 'Z') ? text[i] + 32 : text[i]);
     for (int k = 0; k < 2 && !any; k++)
-        any = !L->any_claim[k] || pcre2_match(L->any_claim[k], (PCRE2_SPTR)text, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0;
+        any = !L->any_claim[k] || pcre2_match(L->any_claim[k], (PCRE2_SPTR)low, n, 0, 0, md, NULL) >= 0;
+    if (low != buf) free(low);
     if (!any) return -1;
     for (int i = 0; i < L->nfam; i++)
         if (search(L, L->fam[i].re, md, text, 1, what, wn)) return i;
@@ -278,10 +292,11 @@ static int word_at(const char *p, const char *w, size_t *len)
 static int arith_in(const judge_lexicon *L, const char *text, size_t from, size_t to)
 {
     for (size_t i = from; i < to; i++) {
-        if (i > 0 && isalnum((unsigned char)text[i - 1])) continue;
+        if (!isalpha((unsigned char)text[i]) || (i > 0 && isalnum((unsigned char)text[i - 1]))) continue;
+        int c0 = tolower((unsigned char)text[i]);
         size_t len;
         for (int k = 0; k < L->narith; k++)
-            if (word_at(text + i, L->arith[k], &len)) return 1;
+            if (L->arith[k][0] == c0 && word_at(text + i, L->arith[k], &len)) return 1;
     }
     return 0;
 }
@@ -295,10 +310,11 @@ int judge_lexicon_arith_near(const judge_lexicon *L, const char *text, size_t at
     while (e < n && e < end + 24 && !strchr(".!?;\n", text[e])) e++;
     /* before: the word must end before the number */
     for (size_t i = s; i < at; i++) {
-        if (i > 0 && isalnum((unsigned char)text[i - 1])) continue;
+        if (!isalpha((unsigned char)text[i]) || (i > 0 && isalnum((unsigned char)text[i - 1]))) continue;
+        int c0 = tolower((unsigned char)text[i]);
         size_t len;
         for (int k = 0; k < L->narith; k++)
-            if (word_at(text + i, L->arith[k], &len) && i + len <= at) return 1;
+            if (L->arith[k][0] == c0 && word_at(text + i, L->arith[k], &len) && i + len <= at) return 1;
     }
     return arith_in(L, text, end, e);
 }
