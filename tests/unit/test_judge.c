@@ -1780,6 +1780,35 @@ static void test_decline_words(void)
     json_decref(t);
 }
 
+/* After one of two questions' calls fails for good, an honest reply owes
+ * what the other returned: the teacher gives it (full marks); the fault
+ * alone serves in part (dropped_result). */
+static void test_dropped_result(void)
+{
+    json_t *t = NULL, *msgs = NULL;
+    for (long i = 0; i < 3000 && !t; i++) {
+        json_t *c = task_of("multi_intent", i, 0);
+        json_object_set_new(c, "faults", json_loads("[{\"call\":1,\"type\":\"permission_denied\",\"times\":9}]", 0, NULL));
+        if (fact_num(c, "price") > 0 && (msgs = teacher_msgs(c, H))) t = c;
+        else json_decref(c);
+    }
+    if (!t) { CHECK(0); return; }
+    judge_verdict v;
+    judge_score(J, t, H, msgs, &v);
+    CHECK(v.pass);
+    if (!v.pass) show("teacher partial:", t, &v);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s sorry, one of my lookups was refused, please ask again soon", nick(t));
+    CHECK(has_reason(&v, "dropped_result") && v.score[JUDGE_EFFECTIVENESS] == 0.5 && v.score[JUDGE_ACCURACY] == 1 && !v.pass);
+    judge_verdict_clear(&v);
+    rescored(t, H, msgs, &v, "@%s ¥%g, but the other check was refused, sorry", nick(t), fact_num(t, "price"));
+    CHECK(v.pass);
+    if (!v.pass) show("price and refusal:", t, &v);
+    judge_verdict_clear(&v);
+    json_decref(msgs);
+    json_decref(t);
+}
+
 int main(void)
 {
     setup();
@@ -1825,6 +1854,7 @@ int main(void)
     RUN(test_specs_bound);
     RUN(test_bound_in_other_words);
     RUN(test_decline_words);
+    RUN(test_dropped_result);
     RUN(test_patterns_earn_no_grpo_reward);
     RUN(test_teacher_full_marks);
     RUN(test_hsa_variants_full_marks);
