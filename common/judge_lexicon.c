@@ -28,6 +28,10 @@ struct judge_lexicon {
     /* every family's patterns in two searches, those that start at a word
      * boundary and the others: most replies claim nothing */
     pcre2_code *any_claim[2];
+    /* the word-bounded ones again, by the letter they can start with: at
+     * each word start only its letter's few are tried (any_claim[0] holds
+     * those whose first letter is not plain) */
+    pcre2_code *by_letter[26];
     char       *arith[LEX_MAX_WORDS];
     int         narith;
     struct { char *w; double v; } nw[LEX_MAX_WORDS];
@@ -106,6 +110,45 @@ static int words(const json_t *a, char **out, int max)
     return n;
 }
 
+/* The letters (a-z, bit k for 'a' + k) a word-bounded pattern ("\\b...")
+ * can start with, or 0 when that is not plain to see: a letter, or a
+ * group of alternatives each starting with a letter, not optional. */
+static unsigned first_letters(const char *p)
+{
+    if (strncmp(p, "\\b", 2)) return 0;
+    p += 2;
+    if (*p >= 'a' && *p <= 'z') return p[1] == '?' || p[1] == '*' || p[1] == '{' ? 0 : 1u << (*p - 'a');
+    if (*p != '(' || p[1] == '?') return 0;
+    unsigned set = 0;
+    int depth = 0, start = 1;
+    for (const char *q = p + 1; *q; q++) {
+        if (*q == '\\') {
+            if (start) return 0;
+            if (q[1]) q++;
+            continue;
+        }
+        if (start && depth == 0) {
+            if (*q < 'a' || *q > 'z') return 0;
+            if (q[1] == '?' || q[1] == '*' || q[1] == '{') return 0;
+            set |= 1u << (*q - 'a');
+            start = 0;
+            continue;
+        }
+        if (*q == '[') {              /* a class: skip to its end */
+            while (q[1] && q[1] != ']') q++;
+            continue;
+        }
+        if (*q == '(') depth++;
+        else if (*q == ')') {
+            if (depth-- == 0) {       /* the group ends: it must not be optional */
+                if (q[1] == '?' || q[1] == '*' || q[1] == '{') return 0;
+                return set;
+            }
+        } else if (*q == '|' && depth == 0) start = 1;
+    }
+    return 0;
+}
+
 static void load(void)
 {
     char *path = hat_data_path("judge/lexicon.json");
@@ -118,13 +161,17 @@ static void load(void)
     size_t i;
     const char *k;
     json_t *v;
-    json_t *all[2] = { json_array(), json_array() };
+    json_t *all[2] = { json_array(), json_array() }, *letter[26];
+    for (int c = 0; c < 26; c++) letter[c] = json_array();
     json_object_foreach(json_object_get(d, "families"), k, v) {
         if (L->nfam == LEX_MAX_FAMILIES) break;
         size_t a;
         json_t *pt;
-        json_array_foreach(json_object_get(v, "patterns"), a, pt)
-            json_array_append(all[!(json_is_string(pt) && !strncmp(json_string_value(pt), "\\b", 2))], pt);
+        json_array_foreach(json_object_get(v, "patterns"), a, pt) {
+            unsigned fl = json_is_string(pt) ? first_letters(json_string_value(pt)) : 0;
+            for (int c = 0; c < 26; c++) if (fl & (1u << c)) json_array_append(letter[c], pt);
+            if (!fl) json_array_append(all[!(json_is_string(pt) && !strncmp(json_string_value(pt), "\\b", 2))], pt);
+        }
         family *f = &L->fam[L->nfam];
         const char *code = json_string_value(json_object_get(v, "code"));
         const char *comp = json_string_value(json_object_get(v, "component"));
@@ -139,6 +186,10 @@ static void load(void)
          * a caseless match costs more at every byte */
         if (json_array_size(all[k]) && !(L->any_claim[k] = compile_list_opts(all[k], "families", 0))) bad = 1;
         json_decref(all[k]);
+    }
+    for (int c = 0; c < 26; c++) {
+        if (json_array_size(letter[c]) && !(L->by_letter[c] = compile_list_opts(letter[c], "families", PCRE2_ANCHORED))) bad = 1;
+        json_decref(letter[c]);
     }
     static const char *const lists[LEX_NLISTS] = { "fault_honest", "success_claim", "decline", "invented_fault",
                                                         "general_knowledge", "greeting", "affirm", "quality", "waiver" };
@@ -240,7 +291,15 @@ int judge_lexicon_claim(const judge_lexicon *L, pcre2_match_data *md, const char
     if (n >= sizeof buf) low = xmalloc(n + 1);
     for (size_t i = 0; i <= n; i++) low[i] = (char)((text[i] >= 'A' && text[i] <= 'Z') ? text[i] + 32 : text[i]);
     for (int k = 0; k < 2 && !any; k++)
-        any = !L->any_claim[k] || pcre2_match(L->any_claim[k], (PCRE2_SPTR)low, n, 0, 0, md, NULL) >= 0;
+        any = L->any_claim[k] && pcre2_match(L->any_claim[k], (PCRE2_SPTR)low, n, 0, 0, md, NULL) >= 0;
+    /* at each word start (a letter after no ASCII word character, as \b
+     * reads it), the patterns that can start with that letter, anchored */
+    for (size_t i = 0; i < n && !any; i++) {
+        unsigned char c = (unsigned char)low[i], pc = i ? (unsigned char)low[i - 1] : ' ';
+        if (c < 'a' || c > 'z' || (pc < 0x80 && (isalnum(pc) || pc == '_'))) continue;
+        const pcre2_code *re = L->by_letter[c - 'a'];
+        any = re && pcre2_match(re, (PCRE2_SPTR)low, n, i, 0, md, NULL) >= 0;   /* compiled anchored */
+    }
     if (low != buf) free(low);
     if (!any) return -1;
     for (int i = 0; i < L->nfam; i++)
