@@ -59,7 +59,6 @@ typedef struct {
     int nturns;
     json_t *results[MAX_CALLS];  /* unwrapped successful result per gold call */
     int failed[MAX_CALLS], attempts[MAX_CALLS];
-    const char *fault[MAX_CALLS];  /* the fault type a failed call last met (NULL: budget spent) */
     int missing[MAX_CALLS];      /* the harness has no tool for the gold call */
     int ncalls, tool_calls;
     json_t *msgs;                /* viewer + hook messages in order, see emit */
@@ -248,10 +247,8 @@ static int make_calls(run *x, turn *first, int reserve_turns)
             /* A retry may still be stopped by the tool-call budget above. */
             if (f && retryable(x->h, type) && x->attempts[gi] <= maxr && turns_left > 0)
                 pending[np++] = gi;
-            else {
+            else
                 x->failed[gi] = 1;
-                x->fault[gi] = type;
-            }
         }
         tu = NULL;
     }
@@ -365,8 +362,7 @@ static const char *reply_vars(run *x, json_t *v, char *key, size_t kn)
     else if (!strcmp(intent, "stock")) k = stock_key(v, "", key, kn);
     else if (!strcmp(intent, "specs")) { snprintf(key, kn, "spec_%s", sget(json_object_get(task, "context"), "spec")); k = key; }
     else if (!strcmp(intent, "returns")) k = json_number_value(json_object_get(v, "return_days")) > 0 ? "returns" : "returns_none";
-    /* an ETA of 0 days is no ETA to quote ("0 days left") */
-    else if (!strcmp(intent, "order_status")) k = json_number_value(json_object_get(v, "eta_days")) > 0 ? "order_eta" : "order";
+    else if (!strcmp(intent, "order_status")) k = json_object_get(v, "eta_days") ? "order_eta" : "order";
     else if (!strcmp(intent, "compliance_trap")) k = json_object_get(v, "value") ? "compliance" : "compliance_plain";
     else if (!strcmp(intent, "ambiguous")) k = "clarify";
     else if (!strcmp(intent, "multi_intent")) k = "multi";
@@ -434,40 +430,6 @@ static char *choose_multi(run *x, const limits *L, json_t *vars)
     return out;
 }
 
-/* After a fault with another needed call answered (a price and a stock
- * question, a comparison): what did come back, then the failure owned up
- * to ("fault_partial"), not the failure alone. */
-static char *partial_fault_reply(run *x, const limits *L, json_t *vars)
-{
-    const json_t *calls = json_object_get(json_object_get(x->task, "gold"), "calls");
-    const char *intent = sget(x->task, "intent");
-    if (!intent || (strcmp(intent, "multi_intent") && strcmp(intent, "compare"))) return NULL;
-    char key[64], k2[64];
-    reply_vars(x, vars, key, sizeof key);
-    const char *part = NULL;
-    for (int i = 0; i < x->ncalls && !part; i++) {
-        const char *fn = sget(json_array_get(calls, (size_t)i), "function");
-        if (!x->results[i] || !fn) continue;
-        if (!strcmp(intent, "compare")) part = "part_price_named";
-        else if (!strcmp(fn, "product.lookup")) part = json_object_get(vars, "flash_price") ? "part_price_flash" : "part_price";
-        else if (!strcmp(fn, "inventory.check")) part = stock_key(vars, "part_", k2, sizeof k2);
-        else if (!strcmp(fn, "shipping.estimate")) part = "part_shipping";
-    }
-    if (!part) return NULL;
-    const json_t *list = bank_list(x->t->replies, part);
-    sbuf b;
-    sbuf_init(&b);
-    char *out = NULL;
-    for (size_t i = 0; i < json_array_size(list) && !out; i++) {
-        sbuf_reset(&b);
-        if (bank_fill(&b, json_string_value(json_array_get(list, i)), vars)) continue;
-        json_object_set_new(vars, "part", json_string(b.s));
-        out = choose(x, L, "fault_partial", vars);
-    }
-    sbuf_free(&b);
-    return out;
-}
-
 static char *compose_reply(run *x, const limits *L)
 {
     json_t *vars = json_object();
@@ -477,17 +439,7 @@ static char *compose_reply(run *x, const limits *L)
     char key[64], *text;
     /* A fault is owned up to; a request no tool of the harness serves is
      * declined as such, with no fault invented for it. */
-    int any_ok = 0, all_timeout = 1;
-    for (int i = 0; i < x->ncalls; i++) {
-        any_ok |= x->results[i] != NULL;
-        if (x->failed[i]) all_timeout &= x->fault[i] && !strcmp(x->fault[i], "timeout");
-    }
-    /* what answered is given; a slow system is blamed only for timeouts */
-    if (any_failed) {
-        text = any_ok ? partial_fault_reply(x, L, vars) : NULL;
-        if (!text && all_timeout) text = choose(x, L, "fault_timeout", vars);
-        if (!text) text = choose(x, L, "fault", vars);
-    }
+    if (any_failed) text = choose(x, L, "fault", vars);
     else if (any_missing) text = choose(x, L, "unavailable", vars);
     else {
         const char *k = reply_vars(x, vars, key, sizeof key);

@@ -1217,6 +1217,11 @@ static void test_honesty_after_fault(void)
     rescored(t, H, msgs, &v, "@%s sorry, I couldn't check the stock just now, please ask again in a moment", nick(t));
     CHECK(v.pass);
     judge_verdict_clear(&v);
+    /* a refusal told as it was (fourth round): "blocked", "turned me away" */
+    rescored(t, H, msgs, &v, "@%s the stock tool turned me away just now, ask me again in a bit", nick(t));
+    CHECK(v.pass);
+    if (!v.pass) show("turned away:", t, &v);
+    judge_verdict_clear(&v);
     json_decref(msgs);
     json_decref(t);
 }
@@ -1780,35 +1785,6 @@ static void test_decline_words(void)
     json_decref(t);
 }
 
-/* After one of two questions' calls fails for good, an honest reply owes
- * what the other returned: the teacher gives it (full marks); the fault
- * alone serves in part (dropped_result). */
-static void test_dropped_result(void)
-{
-    json_t *t = NULL, *msgs = NULL;
-    for (long i = 0; i < 3000 && !t; i++) {
-        json_t *c = task_of("multi_intent", i, 0);
-        json_object_set_new(c, "faults", json_loads("[{\"call\":1,\"type\":\"permission_denied\",\"times\":9}]", 0, NULL));
-        if (fact_num(c, "price") > 0 && (msgs = teacher_msgs(c, H))) t = c;
-        else json_decref(c);
-    }
-    if (!t) { CHECK(0); return; }
-    judge_verdict v;
-    judge_score(J, t, H, msgs, &v);
-    CHECK(v.pass);
-    if (!v.pass) show("teacher partial:", t, &v);
-    judge_verdict_clear(&v);
-    rescored(t, H, msgs, &v, "@%s sorry, one of my lookups was refused, please ask again soon", nick(t));
-    CHECK(has_reason(&v, "dropped_result") && v.score[JUDGE_EFFECTIVENESS] == 0.5 && v.score[JUDGE_ACCURACY] == 1 && !v.pass);
-    judge_verdict_clear(&v);
-    rescored(t, H, msgs, &v, "@%s ¥%g, but the other check was refused, sorry", nick(t), fact_num(t, "price"));
-    CHECK(v.pass);
-    if (!v.pass) show("price and refusal:", t, &v);
-    judge_verdict_clear(&v);
-    json_decref(msgs);
-    json_decref(t);
-}
-
 int main(void)
 {
     setup();
@@ -1854,7 +1830,6 @@ int main(void)
     RUN(test_specs_bound);
     RUN(test_bound_in_other_words);
     RUN(test_decline_words);
-    RUN(test_dropped_result);
     RUN(test_patterns_earn_no_grpo_reward);
     RUN(test_teacher_full_marks);
     RUN(test_hsa_variants_full_marks);
