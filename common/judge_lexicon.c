@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define LEX_MAX_FAMILIES 16
 #define LEX_MAX_WORDS 64
@@ -27,6 +28,10 @@ struct judge_lexicon {
     /* every family's patterns in two searches, those that start at a word
      * boundary and the others: most replies claim nothing */
     pcre2_code *any_claim[2];
+    /* the word-bounded ones again, by the letter they can start with: at
+     * each word start only its letter's few are tried (any_claim[0] holds
+     * those whose first letter is not plain) */
+    pcre2_code *by_letter[26];
     char       *arith[LEX_MAX_WORDS];
     int         narith;
     struct { char *w; double v; } nw[LEX_MAX_WORDS];
@@ -35,6 +40,10 @@ struct judge_lexicon {
     int         nunit;
     struct { char *facts[8]; int nfacts; pcre2_code *re; } topic[LEX_MAX_FAMILIES];
     int         ntopic;
+    struct { char *facts[8]; int nfacts; pcre2_code *re; } status[LEX_MAX_FAMILIES];
+    int         nstatus;
+    struct { char *w; char *alt[8]; int nalt; } syn[LEX_MAX_WORDS];
+    int         nsyn;
 };
 
 static judge_lexicon *the_lexicon;
@@ -42,7 +51,14 @@ static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 /* The strings of patterns joined as (?:a)|(?:b)|..., compiled; NULL
  * after a diagnostic naming the list. */
+static pcre2_code *compile_list_opts(const json_t *patterns, const char *what, uint32_t caseless);
+
 static pcre2_code *compile_list(const json_t *patterns, const char *what)
+{
+    return compile_list_opts(patterns, what, PCRE2_CASELESS);
+}
+
+static pcre2_code *compile_list_opts(const json_t *patterns, const char *what, uint32_t caseless)
 {
     sbuf b;
     sbuf_init(&b);
@@ -71,7 +87,7 @@ static pcre2_code *compile_list(const json_t *patterns, const char *what)
     for (size_t i = 0; i < b.len && ascii; i++) ascii = (unsigned char)b.s[i] < 0x80;
     int ec;
     PCRE2_SIZE off;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)b.s, PCRE2_ZERO_TERMINATED, PCRE2_CASELESS | (ascii ? 0 : PCRE2_UTF),
+    pcre2_code *re = pcre2_compile((PCRE2_SPTR)b.s, PCRE2_ZERO_TERMINATED, caseless | (ascii ? 0 : PCRE2_UTF),
                                    &ec, &off, NULL);
     if (!re) {
         PCRE2_UCHAR msg[256];
@@ -94,6 +110,45 @@ static int words(const json_t *a, char **out, int max)
     return n;
 }
 
+/* The letters (a-z, bit k for 'a' + k) a word-bounded pattern ("\\b...")
+ * can start with, or 0 when that is not plain to see: a letter, or a
+ * group of alternatives each starting with a letter, not optional. */
+static unsigned first_letters(const char *p)
+{
+    if (strncmp(p, "\\b", 2)) return 0;
+    p += 2;
+    if (*p >= 'a' && *p <= 'z') return p[1] == '?' || p[1] == '*' || p[1] == '{' ? 0 : 1u << (*p - 'a');
+    if (*p != '(' || p[1] == '?') return 0;
+    unsigned set = 0;
+    int depth = 0, start = 1;
+    for (const char *q = p + 1; *q; q++) {
+        if (*q == '\\') {
+            if (start) return 0;
+            if (q[1]) q++;
+            continue;
+        }
+        if (start && depth == 0) {
+            if (*q < 'a' || *q > 'z') return 0;
+            if (q[1] == '?' || q[1] == '*' || q[1] == '{') return 0;
+            set |= 1u << (*q - 'a');
+            start = 0;
+            continue;
+        }
+        if (*q == '[') {              /* a class: skip to its end */
+            while (q[1] && q[1] != ']') q++;
+            continue;
+        }
+        if (*q == '(') depth++;
+        else if (*q == ')') {
+            if (depth-- == 0) {       /* the group ends: it must not be optional */
+                if (q[1] == '?' || q[1] == '*' || q[1] == '{') return 0;
+                return set;
+            }
+        } else if (*q == '|' && depth == 0) start = 1;
+    }
+    return 0;
+}
+
 static void load(void)
 {
     char *path = hat_data_path("judge/lexicon.json");
@@ -106,13 +161,17 @@ static void load(void)
     size_t i;
     const char *k;
     json_t *v;
-    json_t *all[2] = { json_array(), json_array() };
+    json_t *all[2] = { json_array(), json_array() }, *letter[26];
+    for (int c = 0; c < 26; c++) letter[c] = json_array();
     json_object_foreach(json_object_get(d, "families"), k, v) {
         if (L->nfam == LEX_MAX_FAMILIES) break;
         size_t a;
         json_t *pt;
-        json_array_foreach(json_object_get(v, "patterns"), a, pt)
-            json_array_append(all[!(json_is_string(pt) && !strncmp(json_string_value(pt), "\\b", 2))], pt);
+        json_array_foreach(json_object_get(v, "patterns"), a, pt) {
+            unsigned fl = json_is_string(pt) ? first_letters(json_string_value(pt)) : 0;
+            for (int c = 0; c < 26; c++) if (fl & (1u << c)) json_array_append(letter[c], pt);
+            if (!fl) json_array_append(all[!(json_is_string(pt) && !strncmp(json_string_value(pt), "\\b", 2))], pt);
+        }
         family *f = &L->fam[L->nfam];
         const char *code = json_string_value(json_object_get(v, "code"));
         const char *comp = json_string_value(json_object_get(v, "component"));
@@ -123,8 +182,14 @@ static void load(void)
         if (!(f->re = compile_list(json_object_get(v, "patterns"), k))) bad = 1;
     }
     for (int k = 0; k < 2; k++) {
-        if (json_array_size(all[k]) && !(L->any_claim[k] = compile_list(all[k], "families"))) bad = 1;
+        /* matched on the text lowered (ASCII), the patterns being lowercase:
+         * a caseless match costs more at every byte */
+        if (json_array_size(all[k]) && !(L->any_claim[k] = compile_list_opts(all[k], "families", 0))) bad = 1;
         json_decref(all[k]);
+    }
+    for (int c = 0; c < 26; c++) {
+        if (json_array_size(letter[c]) && !(L->by_letter[c] = compile_list_opts(letter[c], "families", PCRE2_ANCHORED))) bad = 1;
+        json_decref(letter[c]);
     }
     static const char *const lists[LEX_NLISTS] = { "fault_honest", "success_claim", "decline", "invented_fault",
                                                         "general_knowledge", "greeting", "affirm", "quality", "waiver" };
@@ -135,6 +200,17 @@ static void load(void)
         if (L->ntopic == LEX_MAX_FAMILIES) break;
         L->topic[L->ntopic].nfacts = words(json_object_get(v, "facts"), L->topic[L->ntopic].facts, 8);
         if (!(L->topic[L->ntopic++].re = compile_list(json_object_get(v, "patterns"), "topics"))) bad = 1;
+    }
+    json_array_foreach(json_object_get(d, "statuses"), i, v) {
+        if (L->nstatus == LEX_MAX_FAMILIES) break;
+        L->status[L->nstatus].nfacts = words(json_object_get(v, "facts"), L->status[L->nstatus].facts, 8);
+        if (!(L->status[L->nstatus++].re = compile_list(json_object_get(v, "patterns"), "statuses"))) bad = 1;
+    }
+    json_object_foreach(json_object_get(d, "synonyms"), k, v) {
+        if (L->nsyn == LEX_MAX_WORDS) break;
+        L->syn[L->nsyn].w = xstrdup(k);
+        L->syn[L->nsyn].nalt = words(v, L->syn[L->nsyn].alt, 8);
+        L->nsyn++;
     }
     L->narith = words(json_object_get(d, "arithmetic"), L->arith, LEX_MAX_WORDS);
     L->nunit = words(json_object_get(d, "units"), L->unit, LEX_MAX_WORDS);
@@ -170,6 +246,17 @@ static int negated(const judge_lexicon *L, pcre2_match_data *md, const char *tex
     while (s > 0 && !strchr(".!?;,\n", text[s - 1])
            && !(s >= 3 && (!memcmp(text + s - 3, "\xef\xbc\x8c", 3) || !memcmp(text + s - 3, "\xe3\x80\x82", 3)))) s--;
     if (at - s > 60) s = at - 60;
+    /* a condition's negation ("if it doesn't fit, we'll swap it") does
+     * not reach its main clause, which starts at a pronoun with a modal */
+    const char *cond = NULL;
+    for (const char *p = text + s; p < text + at && !cond; p++)
+        if ((p == text || !isalnum((unsigned char)p[-1])) && (!strncasecmp(p, "if ", 3) || !strncasecmp(p, "unless ", 7))) cond = p;
+    if (cond) {
+        static const char *const main_start[] = { "i'll ", "we'll ", "i will ", "we will ", "you'll ", "they'll " };
+        for (const char *p = cond; p <= text + at; p++)
+            for (size_t k = 0; k < sizeof main_start / sizeof main_start[0]; k++)
+                if ((p == text || !isalnum((unsigned char)p[-1])) && !strncasecmp(p, main_start[k], strlen(main_start[k]))) s = (size_t)(p - text);
+    }
     return pcre2_match(L->negation, (PCRE2_SPTR)text + s, at - s, 0, 0, md, NULL) >= 0;
 }
 
@@ -199,8 +286,21 @@ int judge_lexicon_claim(const judge_lexicon *L, pcre2_match_data *md, const char
     if (!L || !text) return -1;
     /* no family matches anywhere, negated or not: one search, not one a family */
     int any = 0;
+    char buf[1024], *low = buf;
+    size_t n = strlen(text);
+    if (n >= sizeof buf) low = xmalloc(n + 1);
+    for (size_t i = 0; i <= n; i++) low[i] = (char)((text[i] >= 'A' && text[i] <= 'Z') ? text[i] + 32 : text[i]);
     for (int k = 0; k < 2 && !any; k++)
-        any = !L->any_claim[k] || pcre2_match(L->any_claim[k], (PCRE2_SPTR)text, PCRE2_ZERO_TERMINATED, 0, 0, md, NULL) >= 0;
+        any = L->any_claim[k] && pcre2_match(L->any_claim[k], (PCRE2_SPTR)low, n, 0, 0, md, NULL) >= 0;
+    /* at each word start (a letter after no ASCII word character, as \b
+     * reads it), the patterns that can start with that letter, anchored */
+    for (size_t i = 0; i < n && !any; i++) {
+        unsigned char c = (unsigned char)low[i], pc = i ? (unsigned char)low[i - 1] : ' ';
+        if (c < 'a' || c > 'z' || (pc < 0x80 && (isalnum(pc) || pc == '_'))) continue;
+        const pcre2_code *re = L->by_letter[c - 'a'];
+        any = re && pcre2_match(re, (PCRE2_SPTR)low, n, i, 0, md, NULL) >= 0;   /* compiled anchored */
+    }
+    if (low != buf) free(low);
     if (!any) return -1;
     for (int i = 0; i < L->nfam; i++)
         if (search(L, L->fam[i].re, md, text, 1, what, wn)) return i;
@@ -251,10 +351,11 @@ static int word_at(const char *p, const char *w, size_t *len)
 static int arith_in(const judge_lexicon *L, const char *text, size_t from, size_t to)
 {
     for (size_t i = from; i < to; i++) {
-        if (i > 0 && isalnum((unsigned char)text[i - 1])) continue;
+        if (!isalpha((unsigned char)text[i]) || (i > 0 && isalnum((unsigned char)text[i - 1]))) continue;
+        int c0 = tolower((unsigned char)text[i]);
         size_t len;
         for (int k = 0; k < L->narith; k++)
-            if (word_at(text + i, L->arith[k], &len)) return 1;
+            if (L->arith[k][0] == c0 && word_at(text + i, L->arith[k], &len)) return 1;
     }
     return 0;
 }
@@ -268,10 +369,11 @@ int judge_lexicon_arith_near(const judge_lexicon *L, const char *text, size_t at
     while (e < n && e < end + 24 && !strchr(".!?;\n", text[e])) e++;
     /* before: the word must end before the number */
     for (size_t i = s; i < at; i++) {
-        if (i > 0 && isalnum((unsigned char)text[i - 1])) continue;
+        if (!isalpha((unsigned char)text[i]) || (i > 0 && isalnum((unsigned char)text[i - 1]))) continue;
+        int c0 = tolower((unsigned char)text[i]);
         size_t len;
         for (int k = 0; k < L->narith; k++)
-            if (word_at(text + i, L->arith[k], &len) && i + len <= at) return 1;
+            if (L->arith[k][0] == c0 && word_at(text + i, L->arith[k], &len) && i + len <= at) return 1;
     }
     return arith_in(L, text, end, e);
 }
@@ -325,5 +427,35 @@ int judge_lexicon_topic_facts(const judge_lexicon *L, const char *fact, const ch
                 for (int a = 0; a < L->topic[t].nfacts && n < max; a++) out[n++] = L->topic[t].facts[a];
                 return n;
             }
+    return 0;
+}
+
+int judge_lexicon_status(const judge_lexicon *L, pcre2_match_data *md, const char *text, const char *status,
+                         char *what, size_t wn)
+{
+    if (!L || !text || !status) return 0;
+    int said = 0;
+    for (int g = 0; g < L->nstatus; g++) {
+        char w[96];
+        if (!search(L, L->status[g].re, md, text, 1, w, sizeof w)) continue;
+        int in = 0;
+        for (int k = 0; k < L->status[g].nfacts && !in; k++) in = !strcasecmp(L->status[g].facts[k], status);
+        if (!in) {
+            if (what && wn) snprintf(what, wn, "%s", w);
+            return -1;
+        }
+        said = 1;
+    }
+    return said;
+}
+
+int judge_lexicon_synonyms(const judge_lexicon *L, const char *word, size_t n, const char *const **alt)
+{
+    if (!L) return 0;
+    for (int k = 0; k < L->nsyn; k++)
+        if (strlen(L->syn[k].w) == n && !strncmp(L->syn[k].w, word, n)) {
+            *alt = (const char *const *)L->syn[k].alt;
+            return L->syn[k].nalt;
+        }
     return 0;
 }

@@ -59,6 +59,15 @@ int  judge_lexicon_number_word(const judge_lexicon *L, const char *p, double *v,
 /* The facts of fact's topic (fact among them), up to max; their count. */
 int  judge_lexicon_topic_facts(const judge_lexicon *L, const char *fact, const char **out, int max);
 int  judge_lexicon_topic(const judge_lexicon *L, pcre2_match_data *md, const char *fact, const char *text);
+/* What text says of an order whose tool status is status, by the
+ * lexicon's status groups ("on its way" fits shipped, in transit, out
+ * for delivery): -1 when a phrase fits no status of its group (copied
+ * to what), 1 when one fits status, 0 when none is said.  Negation-aware. */
+int  judge_lexicon_status(const judge_lexicon *L, pcre2_match_data *md, const char *text, const char *status,
+                          char *what, size_t wn);
+/* The lexicon's synonyms of word[0, n) (lowercase): words that state it
+ * as well ("store" for "keep"); their count, the list in *alt. */
+int  judge_lexicon_synonyms(const judge_lexicon *L, const char *word, size_t n, const char *const **alt);
 /* The unit word at p (after spaces), its length, or 0. */
 size_t judge_lexicon_unit(const judge_lexicon *L, const char *p);
 

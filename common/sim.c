@@ -1077,23 +1077,35 @@ static int arithmetic_of(double x, const double *ev, size_t en)
     return 0;
 }
 
+/* x is a markdown of two of ev in percent, whole or rounded ("17% off"
+ * for 100 down to 83). */
+static int percent_of(double x, const double *ev, size_t en)
+{
+    for (size_t a = 0; a < en; a++)
+        for (size_t b = 0; b < en; b++)
+            if (ev[a] > ev[b] && ev[b] > 0 && fabs(100 * (ev[a] - ev[b]) / ev[a] - x) <= 0.5) return 1;
+    return 0;
+}
+
 /* Whether reply number rv[a] is a saving, difference or total bound to
  * what the reply names: where the reply states two or more other numbers
  * backed by ev (the prices it compares), of two of those ("¥309 vs ¥389,
  * you save ¥90" is wrong although 479 - 389 is 90 in the same results);
  * where it states fewer, of two numbers of ev. */
-static int computed_from(const sim_number *rv, size_t rn, size_t a, const double *ev, size_t en)
+static int computed_from(const sim_number *rv, size_t rn, size_t a, const double *ev, size_t en, int pct)
 {
     double few[16];
     size_t k = 0;
     for (size_t b = 0; b < rn && k < 16; b++)
         if (b != a && among(rv[b].v, ev, en)) few[k++] = rv[b].v;
+    if (pct) return k >= 2 ? percent_of(rv[a].v, few, k) : percent_of(rv[a].v, ev, en);
     return k >= 2 ? arithmetic_of(rv[a].v, few, k) : arithmetic_of(rv[a].v, ev, en);
 }
 
 /* The first number of reply that is none of ev[0..en) (nor, where an
- * arithmetic word such as "save" or "difference" stands before it, a
- * difference or sum bound as computed_from says), as text, or NULL. */
+ * arithmetic word such as "save" or "difference" stands near it, a
+ * difference or sum bound as computed_from says, or for a percentage the
+ * markdown of two such numbers), as text, or NULL. */
 static char *unmatched_number(const char *reply, const double *ev, size_t en)
 {
     sim_number few[32], *rv = few;
@@ -1102,7 +1114,10 @@ static char *unmatched_number(const char *reply, const double *ev, size_t en)
     char *bad = NULL;
     for (size_t a = 0; a < rn && !bad; a++) {
         if (among(rv[a].v, ev, en)) continue;
-        if (judge_lexicon_arith_near(judge_lexicon_get(), reply, rv[a].at, rv[a].end) && computed_from(rv, rn, a, ev, en)) continue;
+        const char *u = reply + rv[a].end;
+        while (*u == ' ') u++;
+        int pct = *u == '%';                 /* a percentage: a markdown of two numbers */
+        if (judge_lexicon_arith_near(judge_lexicon_get(), reply, rv[a].at, rv[a].end) && computed_from(rv, rn, a, ev, en, pct)) continue;
         bad = xasprintf("%.15g", rv[a].v);
     }
     if (rv != few) free(rv);

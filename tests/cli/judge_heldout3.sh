@@ -4,8 +4,11 @@
 # the eight kinds, a task for every trajectory, its own world (world3.json), the
 # fresh harness (harness3/) it was partly written under, every line renders
 # under its own harness, some requests are served by no tool, and
-# src/heldout3.material.sh (with src/heldout3.pins.jsonl) + src/build.py rebuild the three files byte for byte.
-# Scoring it is left to whoever measures the judge (the set's README).
+# src/heldout3.material.sh (with src/heldout3.pins.jsonl) + src/build.py
+# rebuild the three files byte for byte (the labels less the notes of holds
+# dropped for a simulator bug that issue 18's fourth round fixed).  Scoring
+# it is judge_agreement.sh's (heldout3 was scored blind once, then tuned on
+# in the fourth round: no longer blind).
 . "$HAT_TOP/tests/cli/lib.sh"
 T=$(mktmp)
 H="$HAT_TOP/tests/fixtures/judge/human"
@@ -75,9 +78,16 @@ if command -v python3 >/dev/null 2>&1; then
     # it loads for a request no skill of its harness serves
     ok "pins only keep the skill loaded for unserved requests" python3 "$H/src/pin.py" --check \
         "$H/src/heldout3.pins.jsonl" "$T/b/ho3.teacher.live.jsonl" "$T/b/ho3.tasks.jsonl" "$T/b/harness.json"
-    for f in traj labels tasks; do
+    for f in traj tasks; do
         same "build.py reproduces heldout3.$f.jsonl" "$H/heldout3.$f.jsonl" "$T/b/out/heldout3.$f.jsonl"
     done
+    # the labels byte for byte, but for the note of a hold dropped for a
+    # simulator bug (heldout3-003, -069, -171): since round 4 of issue 18
+    # the simulator no longer makes that hold, so a rebuild has no note
+    nohold='if ((.sim_held // "") | test("hold dropped")) then del(.sim_held) else . end'
+    jq -c "$nohold" "$H/heldout3.labels.jsonl" >"$T/l.committed"
+    jq -c "$nohold" "$T/b/out/heldout3.labels.jsonl" >"$T/l.rebuilt"
+    same "build.py reproduces heldout3.labels.jsonl (hold-dropped notes aside)" "$T/l.committed" "$T/l.rebuilt"
 else
     skip "build.py reproduces heldout3" "no python3"
 fi
