@@ -831,9 +831,10 @@ static const char *competitor(ctx *x, const char *key, const task_view_fact *gol
 /* s lowered, each run of ASCII that is not a letter or digit made one
  * space, with a space at both ends (malloc'd): the form phrases are
  * compared in, so that "03 sand / 50ml" is "03 sand 50ml" and a phrase
- * is found only as whole tokens (size "S" is not the s of "sizes", "L"
- * not the end of "XL", "M" not the m of "cm"); each CJK character is a
- * token of its own. */
+ * is found only as whole tokens (size "S" is not the s of "sizes" or of
+ * "today's", "L" not the end of "XL", "M" not the m of "cm" or "I'm"; an
+ * apostrophe between letters joins them); each CJK character is a token
+ * of its own. */
 static char *token_form(const char *s)
 {
     /* each input byte gives at most five: "°" (2) " degrees " (9), a
@@ -879,7 +880,10 @@ static char *token_form(const char *s)
             }
             *o++ = (char)c;
         } else if (isalnum(c)) *o++ = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
-        else if (o[-1] != ' ') *o++ = ' ';
+        else if (c == '\'' && isalpha((unsigned char)o[-1]) && isalpha((unsigned char)p[1])) {
+            /* "today's", "it's", "I'm" stay one word each: their s or m
+             * is not a size S or M */
+        } else if (o[-1] != ' ') *o++ = ' ';
     }
     if (o[-1] != ' ') *o++ = ' ';
     *o = 0;

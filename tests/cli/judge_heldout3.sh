@@ -56,28 +56,10 @@ harness-pack "$HAT_TOP/examples/harness-compact" >"$T/exc.json"
     || flunk "harness3 shares text" "$(comm -12 "$T/t3" "$T/tex" | head -3)"
 n3=$(jq -s --slurpfile h "$T/h3.json" '[.[]|select(.harness == $h[0])]|length' "$H/heldout3.traj.jsonl")
 [ "$n3" -ge 50 ] && pass "50 or more cases under harness3 ($n3)" || flunk "50 or more cases under harness3" "$n3"
-# the inline harnesses (harness3, its HSA variants, examples/harness's HSA variants,
-# both with a tool taken out) lint clean
-jq -c 'select(.harness)|.harness' "$H/heldout3.traj.jsonl" | sort -u | split -l 1 - "$T/h."
-ni=0
-for h in "$T"/h.*; do ni=$((ni + 1)); mv "$h" "$h.json"; ok "inline harness $ni lints" harness-lint --strict "$h.json"; done
-[ "$ni" -ge 6 ] && pass "HSA and tool-less inline harnesses of both harnesses ($ni)" || flunk "inline harnesses" "$ni"
-nu=$(jq -s '[.[]|select(.harness and (.harness.tools|length) < 7)]|length' "$H/heldout3.traj.jsonl")
-[ "$nu" -ge 8 ] && pass "requests served by no tool ($nu)" || flunk "requests served by no tool" "$nu"
+inline_harnesses heldout3 6 8
 # reproducible: the material script and build.py give the committed bytes
 if command -v python3 >/dev/null 2>&1; then
-    mkdir -p "$T/b/out"
-    cp "$H/world3.json" "$H/harness.json" "$T/b/"
-    cp "$H/src/heldout3.cases.txt" "$T/b/ho3.cases.txt"
-    if (cd "$T/b" && sh "$H/src/heldout3.material.sh" >material.log 2>&1 && python3 "$H/src/build.py" ho3 >build.log 2>&1); then
-        pass "material script and build.py run"
-    else
-        flunk "material script and build.py run" "$(tail -c 400 "$T/b/material.log" "$T/b/build.log" 2>/dev/null)"
-    fi
-    # the pinned trajectories (src/pin.py) differ from today's teacher only in the skill
-    # it loads for a request no skill of its harness serves
-    ok "pins only keep the skill loaded for unserved requests" python3 "$H/src/pin.py" --check \
-        "$H/src/heldout3.pins.jsonl" "$T/b/ho3.teacher.live.jsonl" "$T/b/ho3.tasks.jsonl" "$T/b/harness.json"
+    rebuild_set heldout3 3 world3.json
     for f in traj tasks; do
         same "build.py reproduces heldout3.$f.jsonl" "$H/heldout3.$f.jsonl" "$T/b/out/heldout3.$f.jsonl"
     done

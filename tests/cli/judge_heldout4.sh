@@ -88,28 +88,10 @@ ok "traj-gen plays every task under harness4" traj-gen --world "$H/world4.json" 
     || flunk "the teacher covers all 15 intents under harness4"
 nhold=$(jq -s '[.[]|select(.messages|last|.role != "assistant")]|length' "$T/t4.jsonl")
 [ "$nhold" -eq 0 ] && pass "no teacher reply under harness4 is held" || flunk "no teacher reply under harness4 is held" "$nhold"
-# the inline harnesses (harness4, its HSA variants, examples/harness's HSA variants,
-# both with a tool taken out) lint clean
-jq -c 'select(.harness)|.harness' "$H/heldout4.traj.jsonl" | sort -u | split -l 1 - "$T/h."
-ni=0
-for h in "$T"/h.*; do ni=$((ni + 1)); mv "$h" "$h.json"; ok "inline harness $ni lints" harness-lint --strict "$h.json"; done
-[ "$ni" -ge 8 ] && pass "HSA and tool-less inline harnesses of both harnesses ($ni)" || flunk "inline harnesses" "$ni"
-nu=$(jq -s '[.[]|select(.harness and (.harness.tools|length) < 7)]|length' "$H/heldout4.traj.jsonl")
-[ "$nu" -ge 10 ] && pass "requests served by no tool ($nu)" || flunk "requests served by no tool" "$nu"
+inline_harnesses heldout4 8 10
 # reproducible: the material script and build.py give the committed bytes
 if command -v python3 >/dev/null 2>&1; then
-    mkdir -p "$T/b/out"
-    cp "$H/world4.json" "$H/harness.json" "$T/b/"
-    cp "$H/src/heldout4.cases.txt" "$T/b/ho4.cases.txt"
-    if (cd "$T/b" && sh "$H/src/heldout4.material.sh" >material.log 2>&1 && python3 "$H/src/build.py" ho4 >build.log 2>&1); then
-        pass "material script and build.py run"
-    else
-        flunk "material script and build.py run" "$(tail -c 400 "$T/b/material.log" "$T/b/build.log" 2>/dev/null)"
-    fi
-    # the pinned trajectories (src/pin.py) differ from today's teacher only in the skill
-    # it loads for a request no skill of its harness serves
-    ok "pins only keep the skill loaded for unserved requests" python3 "$H/src/pin.py" --check \
-        "$H/src/heldout4.pins.jsonl" "$T/b/ho4.teacher.live.jsonl" "$T/b/ho4.tasks.jsonl" "$T/b/harness.json"
+    rebuild_set heldout4 4 world4.json
     for f in traj labels tasks; do
         same "build.py reproduces heldout4.$f.jsonl" "$H/heldout4.$f.jsonl" "$T/b/out/heldout4.$f.jsonl"
     done

@@ -1040,6 +1040,12 @@ static void test_sizes_are_tokens(void)
     rescored(t, H, msgs, &v, "@%s take S!", nick(t));
     CHECK(v.pass);
     judge_verdict_clear(&v);
+    /* nor the s of "today's": a greeting answers no size question (a
+     * trained model's reply that the judge once passed) */
+    rescored(t, H, msgs, &v, "@%s welcome to the stream! Ask me anything about today's picks", nick(t));
+    CHECK(!v.pass && v.score[JUDGE_EFFECTIVENESS] < 1);
+    if (v.pass) show("today's", t, &v);
+    judge_verdict_clear(&v);
     json_decref(msgs);
     json_decref(t);
     t = task_where("size", size_l, &msgs);
@@ -1137,13 +1143,27 @@ static void test_arithmetic(void)
 }
 
 /* Claims by meaning, not exact phrases; a negated one is no claim. */
+/* A claim appended to a right price: the reason it must raise, and no pass
+ * (accuracy 0 too where acc0). */
+typedef struct { const char *tail, *code; } claim_case;
+static void check_claims(json_t *t, const json_t *msgs, double price, const claim_case *bad, size_t n, int acc0)
+{
+    judge_verdict v;
+    for (size_t i = 0; i < n; i++) {
+        rescored(t, H, msgs, &v, "@%s ¥%g now, %s", nick(t), price, bad[i].tail);
+        CHECK(has_reason(&v, bad[i].code) && (!acc0 || v.score[JUDGE_ACCURACY] == 0) && !v.pass);
+        if (!has_reason(&v, bad[i].code)) show(bad[i].tail, t, &v);
+        judge_verdict_clear(&v);
+    }
+}
+
 static void test_claims_by_meaning(void)
 {
     double price, list;
     json_t *t = price_task(&price, &list);
     if (!t) { CHECK(0); return; }
     json_t *msgs = teacher_msgs(t, H);
-    static const struct { const char *tail, *code; } bad[] = {
+    static const claim_case bad[] = {
         { "it will calm and heal your eczema", "banned_claim" },
         { "it helps you slim down", "banned_claim" },
         { "I've reserved one for you", "false_promise" },
@@ -1153,13 +1173,8 @@ static void test_claims_by_meaning(void)
         { "it helps keep your blood sugar steady", "banned_claim" },
         { "and I'll add a second coupon for you after checkout", "false_promise" },
     };
+    check_claims(t, msgs, price, bad, sizeof bad / sizeof bad[0], 0);
     judge_verdict v;
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        rescored(t, H, msgs, &v, "@%s ¥%g now, %s", nick(t), price, bad[i].tail);
-        CHECK(has_reason(&v, bad[i].code) && !v.pass);
-        if (!has_reason(&v, bad[i].code)) show(bad[i].tail, t, &v);
-        judge_verdict_clear(&v);
-    }
     rescored(t, H, msgs, &v, "@%s ¥%g now; I can't say it heals eczema, sorry", nick(t), price);
     CHECK(v.pass);
     if (!v.pass) show("negated:", t, &v);
@@ -1320,7 +1335,7 @@ static void test_claims_third_round(void)
     json_t *t = price_task(&price, &list);
     if (!t) { CHECK(0); return; }
     json_t *msgs = teacher_msgs(t, H);
-    static const struct { const char *tail, *code; } bad[] = {
+    static const claim_case bad[] = {
         { "and it will last forever", "banned_claim" },
         { "the finest pick in the entire store", "banned_claim" },
         { "I kept a pair aside", "false_promise" },
@@ -1330,13 +1345,8 @@ static void test_claims_third_round(void)
         { "your complexion gets visibly fairer", "banned_claim" },
         { "totally safe if you're pregnant", "banned_claim" },
     };
+    check_claims(t, msgs, price, bad, sizeof bad / sizeof bad[0], 1);
     judge_verdict v;
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        rescored(t, H, msgs, &v, "@%s ¥%g now, %s", nick(t), price, bad[i].tail);
-        CHECK(has_reason(&v, bad[i].code) && v.score[JUDGE_ACCURACY] == 0 && !v.pass);
-        if (!has_reason(&v, bad[i].code)) show(bad[i].tail, t, &v);
-        judge_verdict_clear(&v);
-    }
     /* a negation reaches to the comma, not past it */
     rescored(t, H, msgs, &v, "@%s ¥%g now; nothing lasts forever, but it's well made", nick(t), price);
     CHECK(v.score[JUDGE_ACCURACY] == 1);
@@ -1529,7 +1539,7 @@ static void test_claims_fourth_round(void)
     json_t *t = price_task(&price, &list);
     if (!t) { CHECK(0); return; }
     json_t *msgs = teacher_msgs(t, H);
-    static const struct { const char *tail, *code; } bad[] = {
+    static const claim_case bad[] = {
         { "and it deals with headaches as well", "banned_claim" },
         { "you'll sleep like a log with it", "banned_claim" },
         { "your face will look years younger", "banned_claim" },
@@ -1539,13 +1549,8 @@ static void test_claims_fourth_round(void)
         { "it goes on the next van out", "false_promise" },
         { "and I'll make sure it's packed tonight", "false_promise" },
     };
+    check_claims(t, msgs, price, bad, sizeof bad / sizeof bad[0], 1);
     judge_verdict v;
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        rescored(t, H, msgs, &v, "@%s ¥%g now, %s", nick(t), price, bad[i].tail);
-        CHECK(has_reason(&v, bad[i].code) && v.score[JUDGE_ACCURACY] == 0 && !v.pass);
-        if (!has_reason(&v, bad[i].code)) show(bad[i].tail, t, &v);
-        judge_verdict_clear(&v);
-    }
     /* a table is Markdown; a plain line is not */
     rescored(t, H, msgs, &v, "@%s\n| now |\n| ¥%g |", nick(t), price);
     CHECK(has_reason(&v, "markdown") && !v.pass);
