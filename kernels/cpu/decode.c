@@ -31,6 +31,7 @@
 
 #include <math.h>
 #include <omp.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -319,19 +320,48 @@ ZTARGET static void rows_block_z(float *out, const float *xp, const float *wb, i
     }
 }
 
+/* Per-thread scratch buffers of the decode kernels: grown, never shrunk,
+ * and freed when the thread exits (a pthread key's destructor: serve's
+ * scheduler threads come and go, and a __thread pointer alone would leak
+ * its buffer with each). */
+enum { SCRATCH_PAIRS, SCRATCH_GROUPS, SCRATCH_SLOTS };
+typedef struct { void *p[SCRATCH_SLOTS]; size_t cap[SCRATCH_SLOTS]; } scratch_set;
+static pthread_key_t scratch_key;
+static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
+static void scratch_free(void *v)
+{
+    scratch_set *s = v;
+    for (int i = 0; i < SCRATCH_SLOTS; i++) free(s->p[i]);
+    free(s);
+}
+static void scratch_init(void) { pthread_key_create(&scratch_key, scratch_free); }
+/* At least bytes, 64-byte aligned, for slot of the calling thread; NULL
+ * when memory is out. */
+static void *thread_scratch(int slot, size_t bytes)
+{
+    pthread_once(&scratch_once, scratch_init);
+    scratch_set *s = pthread_getspecific(scratch_key);
+    if (!s) {
+        if (!(s = calloc(1, sizeof *s))) return NULL;
+        pthread_setspecific(scratch_key, s);
+    }
+    if (bytes > s->cap[slot]) {
+        size_t cap = (bytes + bytes / 2 + 63) / 64 * 64;
+        void *p = aligned_alloc(64, cap);
+        if (!p) return NULL;
+        free(s->p[slot]);
+        s->p[slot] = p;
+        s->cap[slot] = cap;
+    }
+    return s->p[slot];
+}
+
 /* The packed pairs of rows [0, N & ~1) of inp, in a buffer of the
- * calling thread's (grown, never shrunk). */
+ * calling thread's. */
 static const float *pack_pairs(const float *inp, int N, int C)
 {
-    static __thread float *buf;
-    static __thread size_t cap;
-    size_t need = (size_t)(N / 2) * C * 2;
-    if (need > cap) {
-        free(buf);
-        cap = need + need / 2;
-        buf = aligned_alloc(64, (cap * sizeof(float) + 63) / 64 * 64);
-        if (!buf) { cap = 0; return NULL; }
-    }
+    float *buf = thread_scratch(SCRATCH_PAIRS, (size_t)(N / 2) * C * 2 * sizeof(float));
+    if (!buf) return NULL;
     int nc = C / 8;
     for (int p = 0; p < N / 2; p++)
         for (int c = 0; c < nc; c++) {
@@ -756,15 +786,10 @@ static int att_groups(const attn_rows *a, int R, int *ord, int *gs, unsigned cha
 void attention_rows(float *out, float *scratch, const float *q, const attn_rows *a, int R,
                     int H, int KV, int D, int max_ctx)
 {
-    static __thread int *buf;
-    static __thread int cap;
-    if (R > cap) {
-        free(buf);
-        cap = R + R / 2;
-        buf = xmalloc((size_t)cap * (2 * sizeof(int) + 1) + sizeof(int));
-    }
-    int *ord = buf, *gs = buf + cap;
-    int ng = att_groups(a, R, ord, gs, (unsigned char *)(gs + cap + 1));
+    int *ord = thread_scratch(SCRATCH_GROUPS, (size_t)R * (2 * sizeof(int) + 1) + sizeof(int));
+    if (!ord) hat_die("attention_rows: out of memory");
+    int *gs = ord + R;
+    int ng = att_groups(a, R, ord, gs, (unsigned char *)(gs + R + 1));
     int g = H / KV;
     double work = 0;
     for (int r = 0; r < R; r++) work += (double)a->n_ctx[r] * H * D * 2;
