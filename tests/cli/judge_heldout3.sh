@@ -31,22 +31,9 @@ jq -r .meta.source "$H/heldout3.traj.jsonl" | sort >"$T/new"
 ok "world-gen --seed 23" world-gen --seed 23 -o "$T/w3.json"
 same "world3.json is world-gen --seed 23" "$H/world3.json" "$T/w3.json"
 if cmp -s "$H/world3.json" "$H/world.json"; then flunk "world3 is a new world"; else pass "world3 is a new world"; fi
-# well-formed (traj.jsonl(5)): starts with the viewer, every call answered by a tool
-# message, ends with a reply or the hook feedback after it
-jq -c 'select(.messages[0].role != "user"
-              or ([.messages[]|select(.role=="assistant")]|last|.tool_calls|length) > 0
-              or ([.messages[]|select(.role=="assistant")|.tool_calls|length]|add)
-                 != ([.messages[]|select(.role=="tool")]|length)
-              or (.messages|last|(.role=="assistant" or (.role=="user" and .hook))|not))|.id' \
-    "$H/heldout3.traj.jsonl" >"$T/badtraj"
-[ ! -s "$T/badtraj" ] && pass "trajectories well-formed" || flunk "trajectories well-formed" "$(head -5 "$T/badtraj")"
-ok "harness-render renders every line" harness-render --harness "$H/harness.json" -o "$T/r.jsonl" "$H/heldout3.traj.jsonl"
-[ "$(grep -c . "$T/r.jsonl")" -eq "$cnt" ] && pass "one rendering per case" || flunk "one rendering per case"
+traj_wellformed heldout3
 # the fresh harness: lints, is canonical, and shares no text with the example harnesses
-ok "harness3 lints" harness-lint --strict "$H/harness3"
-ok "harness3 packs" harness-pack -o "$T/h3.json" "$H/harness3"
-ok "harness3 unpacks" harness-unpack -o "$T/h3dir" "$T/h3.json"
-ok "harness3 is in canonical form" diff -r "$H/harness3" "$T/h3dir"
+fresh_harness harness3 "$T/h3.json"
 texts() { jq -r '[..|strings|select(length > 20)]|.[]' "$1" | sort -u; }
 texts "$T/h3.json" >"$T/t3"
 harness-pack "$HAT_TOP/examples/harness" >"$T/ex.json"

@@ -42,23 +42,10 @@ ok "world-gen --seed 41" world-gen --seed 41 -o "$T/w4.json"
 same "world4.json is world-gen --seed 41" "$H/world4.json" "$T/w4.json"
 if cmp -s "$H/world4.json" "$H/world.json" || cmp -s "$H/world4.json" "$H/world3.json"; then
     flunk "world4 is a new world"; else pass "world4 is a new world"; fi
-# well-formed (traj.jsonl(5)): starts with the viewer, every call answered by a tool
-# message, ends with a reply or the hook feedback after it
-jq -c 'select(.messages[0].role != "user"
-              or ([.messages[]|select(.role=="assistant")]|last|.tool_calls|length) > 0
-              or ([.messages[]|select(.role=="assistant")|.tool_calls|length]|add)
-                 != ([.messages[]|select(.role=="tool")]|length)
-              or (.messages|last|(.role=="assistant" or (.role=="user" and .hook))|not))|.id' \
-    "$H/heldout4.traj.jsonl" >"$T/badtraj"
-[ ! -s "$T/badtraj" ] && pass "trajectories well-formed" || flunk "trajectories well-formed" "$(head -5 "$T/badtraj")"
-ok "harness-render renders every line" harness-render --harness "$H/harness.json" -o "$T/r.jsonl" "$H/heldout4.traj.jsonl"
-[ "$(grep -c . "$T/r.jsonl")" -eq "$cnt" ] && pass "one rendering per case" || flunk "one rendering per case"
+traj_wellformed heldout4
 # the fresh harness: lints, is canonical, shares no text with examples/harness,
 # examples/harness-compact or harness3, and has limits and banned terms of its own
-ok "harness4 lints" harness-lint --strict "$H/harness4"
-ok "harness4 packs" harness-pack -o "$T/h4.json" "$H/harness4"
-ok "harness4 unpacks" harness-unpack -o "$T/h4dir" "$T/h4.json"
-ok "harness4 is in canonical form" diff -r "$H/harness4" "$T/h4dir"
+fresh_harness harness4 "$T/h4.json"
 texts() { jq -r '[..|strings|select(length > 20)]|.[]' "$1" | sort -u; }
 texts "$T/h4.json" >"$T/t4"
 harness-pack "$HAT_TOP/examples/harness" >"$T/ex.json"
