@@ -1548,6 +1548,11 @@ static void test_claims_fourth_round(void)
         { "and we'll exchange it for free anytime", "false_promise" },
         { "it goes on the next van out", "false_promise" },
         { "and I'll make sure it's packed tonight", "false_promise" },
+        /* fifth round: extras, return costs and hand-offs no tool offers */
+        { "and we'll toss in a bonus brush", "false_promise" },
+        { "we pay for your postage if you send it back", "false_promise" },
+        { "and we accept them back either way", "false_promise" },
+        { "let me escalate this to get it sorted", "false_promise" },
     };
     check_claims(t, msgs, price, bad, sizeof bad / sizeof bad[0], 1);
     judge_verdict v;
