@@ -64,34 +64,4 @@ sents "$T/h5.json" >"$T/s5"
 { for f in ex exc h3 h4 hm; do sents "$T/$f.json"; done; } | sort -u >"$T/so"
 [ -z "$(comm -12 "$T/s5" "$T/so")" ] && pass "harness5 shares no sentence with the other harnesses" \
     || flunk "harness5 shares a sentence" "$(comm -12 "$T/s5" "$T/so" | head -3)"
-lim() { jq -c '[.system_prompt.blocks[].params // {} | to_entries[]
-               | select(.key == "max_chars" or .key == "max_emoji") | .value.value]' "$1"; }
-ban() { jq -r '.hooks.reply_filter.banned[]' "$1" | tr 'A-Z' 'a-z' | sort -u; }
-l5=$(lim "$T/h5.json")
-if [ "$l5" != "$(lim "$T/ex.json")" ] && [ "$l5" != "$(lim "$T/h3.json")" ] && [ "$l5" != "$(lim "$T/h4.json")" ]; then
-    pass "harness5 has its own max_chars/max_emoji ($l5)"; else flunk "harness5 has its own limits" "$l5"; fi
-ban "$T/h5.json" >"$T/b5"; { ban "$T/ex.json"; ban "$T/h3.json"; ban "$T/h4.json"; } | sort -u >"$T/bo"
-[ -s "$T/b5" ] && [ -z "$(comm -12 "$T/b5" "$T/bo")" ] && pass "harness5 bans terms of its own" \
-    || flunk "harness5 bans terms of its own" "$(comm -12 "$T/b5" "$T/bo" | head -3)"
-n5=$(jq -s --slurpfile h "$T/h5.json" '[.[]|select(.harness.name == $h[0].name)]|length' "$H/heldout5.traj.jsonl")
-[ $((n5 * 5)) -ge $((cnt * 2)) ] && [ $((n5 * 5)) -le $((cnt * 3)) ] && pass "about half the cases under harness5 or its variants ($n5 of $cnt)" \
-    || flunk "about half the cases under harness5" "$n5 of $cnt"
-n5e=$(jq -s --slurpfile h "$T/h5.json" '[.[]|select(.harness == $h[0])]|length' "$H/heldout5.traj.jsonl")
-[ "$n5e" -ge 50 ] && pass "50 or more cases under harness5 itself ($n5e)" || flunk "50 or more cases under harness5 itself" "$n5e"
-# the teacher plays every intent under harness5, and no final reply of it is held
-ok "traj-gen plays every task under harness5" traj-gen --world "$H/world5.json" --harness "$H/harness5" \
-    --keep-retries 1 --seed 5 -o "$T/t5.jsonl" "$H/heldout5.tasks.jsonl"
-[ "$(jq -r .meta.intent "$T/t5.jsonl" | sort -u | grep -c .)" -eq 15 ] && pass "the teacher covers all 15 intents under harness5" \
-    || flunk "the teacher covers all 15 intents under harness5"
-nhold=$(jq -s '[.[]|select(.messages|last|.role != "assistant")]|length' "$T/t5.jsonl")
-[ "$nhold" -eq 0 ] && pass "no teacher reply under harness5 is held" || flunk "no teacher reply under harness5 is held" "$nhold"
-inline_harnesses heldout5 8 10
-# reproducible: the material script and build.py give the committed bytes
-if command -v python3 >/dev/null 2>&1; then
-    rebuild_set heldout5 5 world5.json
-    for f in traj labels tasks; do
-        same "build.py reproduces heldout5.$f.jsonl" "$H/heldout5.$f.jsonl" "$T/b/out/heldout5.$f.jsonl"
-    done
-else
-    skip "build.py reproduces heldout5" "no python3"
-fi
+own_set 5 "$T/ex.json" "$T/h3.json" "$T/h4.json"
