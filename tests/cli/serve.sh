@@ -289,7 +289,15 @@ wait $CURLS
 has "second signal logged" "$T/serve.log" 'second signal: exiting without finishing'
 
 # --- a client that goes away: its request is cancelled, not run to the end -------------
-start --ckpt "$T/m.ckpt" --harness "$H" --slots 1 --queue 256 --max-tokens 1024
+# A model big enough that a request runs longer than its client waits
+# (0.3 s), even on a fast machine: the 2 x 32 one answers 1,024 tokens in
+# ~10 ms, so on a quick CPU every request had finished before its client left.
+cat >"$T/cfg2.json" <<'J'
+{"vocab_size":704,"hidden_size":256,"intermediate_size":768,"num_hidden_layers":4,
+ "num_attention_heads":4,"num_key_value_heads":2,"head_dim":64,"max_position_embeddings":2048}
+J
+model-init --config "$T/cfg2.json" --std 0.5 --seed 4 --tokenizer "$T/tok.json" -o "$T/m2.ckpt"
+start --ckpt "$T/m2.ckpt" --harness "$H" --slots 1 --queue 256 --max-tokens 1024
 CURLS=""
 for i in $(seq 1 12); do curl -s -o /dev/null --max-time 0.3 -X POST "$URL/v1/chat/completions" -d "$LONG" & CURLS="$CURLS $!"; done
 wait $CURLS     # not a bare wait: serve is a child too
