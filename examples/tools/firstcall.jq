@@ -6,17 +6,13 @@
 #   jq -s -c -f firstcall.jq c/M.var-240.jsonl
 def loader: .harness.skill_loader // {} | {name: (.name // "load_skill"), arg: (.argument // "skill")};
 def first_call: [.messages[]? | select(.role == "assistant") | .tool_calls[]?.function][0];
+def count(f): map(select(f)) | length;
 map(loader as $l | first_call as $c
+    | ($c.arguments | if type == "object" then . else {} end) as $a
     | {renamed: ($l.name != "load_skill"),
-       named: ($c != null and $c.name == $l.name),
-       key: ($c != null and (($c.arguments // {}) | type == "object") and (($c.arguments // {}) | has($l.arg))),
-       skill: ($c != null and (((.harness.skills // []) | map(.name)) as $s
-                               | (($c.arguments // {}) | if type == "object" then .[$l.arg] else null end) as $v
-                               | $s | index([$v]) != null))})
-| {n: length,
-   renamed: map(select(.renamed)) | length,
-   renamed_named: map(select(.renamed and .named)) | length,
-   kept: map(select(.renamed | not)) | length,
-   kept_named: map(select((.renamed | not) and .named)) | length,
-   key: map(select(.key)) | length,
-   skill: map(select(.skill)) | length}
+       named: ($c.name == $l.name),
+       key: ($a | has($l.arg)),
+       skill: ([.harness.skills[]?.name] | index([$a[$l.arg]]) != null)})
+| {n: length, renamed: count(.renamed), renamed_named: count(.renamed and .named),
+   kept: count(.renamed | not), kept_named: count((.renamed | not) and .named),
+   key: count(.key), skill: count(.skill)}
