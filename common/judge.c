@@ -434,7 +434,14 @@ static size_t word_numbers(const judge_lexicon *L, const char *text, const char 
     }
     const char *q = p + l1;
     if (!strncasecmp(q, " and a half", 11) && !isalnum((unsigned char)q[11])) { v1 += 0.5; q += 11; l1 += 11; }
+    /* an estimate is still that number: "ten or so left", "five or so days" */
+    if (!strncasecmp(q, " or so", 6) && !isalnum((unsigned char)q[6])) { q += 6; l1 += 6; }
     size_t u = judge_lexicon_unit(L, q);
+    /* "the last four", "its very last one": a count of what is left */
+    if (!u && p - text >= 5 && (!strncasecmp(p - 5, "last ", 5) || (p - text >= 6 && !strncasecmp(p - 6, "final ", 6)))) {
+        if (*n < max) out[(*n)++] = (rnum){ v1, 0, (size_t)(p - text), 's' };
+        return l1;
+    }
     if (u) {
         if (*n < max) out[(*n)++] = (rnum){ v1, 0, (size_t)(p - text), unit_after(q) };
         return l1 + u;
@@ -1184,8 +1191,10 @@ static const rnum *unit_competitor(ctx *x, const task_view_fact *g, const rnum *
         for (size_t f = 0; f < x->t->nfacts && !known; f++) {
             const task_view_fact *o = &x->t->facts[f];
             if (o->str || fact_unit(o->key) != u) continue;
+            /* "two to four weeks" for 2-4 days is another span: a
+             * number in weeks or years is known only once converted */
             double v = nums[i].v * (nums[i].unit == 'y' ? 12 : nums[i].unit == 'w' ? 7 : 1);
-            known = fabs(v - o->num) < 1e-6 || fabs(nums[i].v - o->num) < 1e-6;
+            known = fabs(v - o->num) < 1e-6 || (nums[i].unit == u && fabs(nums[i].v - o->num) < 1e-6);
         }
         if (!known) return &nums[i];
     }
@@ -1285,7 +1294,9 @@ static int check_coupon_terms(ctx *x, const rnum *nums, int nn, int *owed)
             while (b > x->reply && n_back < 12) { b--; n_back++; }
             char back[16];
             snprintf(back, sizeof back, "%.*s", (int)(x->reply + nums[k].at - b), b);
-            int is_thr = strcasestr(back, "over") || strcasestr(back, "spend") || strcasestr(back, "above") || strcasestr(back, "min");
+            /* "over ¥129", "¥30 off from ¥129", "once you pass ¥129" */
+            int is_thr = strcasestr(back, "over") || strcasestr(back, "spend") || strcasestr(back, "above") || strcasestr(back, "min")
+                         || strcasestr(back, "from") || strcasestr(back, "pass") || strcasestr(back, "reach");
             if (is_off && fabs(nums[k].v - disc) > 1e-6) {
                 reason(x, "fact_wrong", JUDGE_ACCURACY, "coupon %s is %g off, the reply says %g", code, disc, nums[k].v);
                 return 1;
@@ -1759,6 +1770,19 @@ static int list_part(ctx *x, const char *g)
     return n > 1 && hit > 0 && hit < n;
 }
 
+/* A coupon the reply names that a tool result returned for this request
+ * (not the gold one): for "any code?" another real code of the item
+ * answers as well, its own terms then checked by check_coupon_terms. */
+static const named_coupon *returned_coupon(ctx *x, named_coupon *nc, int n)
+{
+    for (int a = 0; a < n; a++) {
+        char key[64];
+        snprintf(key, sizeof key, "\"code\":\"%s\"", nc[a].code);
+        if (in_evidence(x, key)) return &nc[a];
+    }
+    return NULL;
+}
+
 /* Checks every gold fact; returns how many were stated right. */
 static int check_facts(ctx *x, const rnum *nums, int nn)
 {
@@ -1766,9 +1790,16 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
     int right = 0, missing = 0, wrong = 0, partly = 0;
     price_pair pp;
     int cmp = price_pair_of(x, &pp) ? cheaper_said(x, &pp) : 0;
+    named_coupon ncs[8];
+    const named_coupon *alt_coupon = NULL;
+    if (fact_of(x->t, "coupon_code")) alt_coupon = returned_coupon(x, ncs, named_coupons(x, ncs, 8));
     for (size_t f = 0; f < x->t->nfacts; f++) {
         const task_view_fact *v = &x->t->facts[f];
         const char *k = v->key;
+        if (alt_coupon && (!strcmp(k, "coupon_code") || (!strcmp(k, "discount") && has_fact_number(nums, nn, alt_coupon->disc, 0)))) {
+            right++;
+            continue;
+        }
         if (!strcmp(k, "alternative")) {
             const char *which = NULL;
             int o = offered_alternative(x, &which);
@@ -1833,6 +1864,10 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
         const char *c = un ? (snprintf(buf, sizeof buf, "%.15g", un->v), buf) : competitor(x, k, v, nums, nn, buf, sizeof buf);
         if (!c && !strcmp(k, "stock") && v->num > 0 && sold_out_said(x))
             c = "sold out";
+        /* "loads of them" where the tool gives a low count, said in a
+         * clause that names no variant ("blue standard? loads of them") */
+        if (!c && !strcmp(k, "stock") && v->num > 0 && v->num < WORLD_LOW_STOCK && stock_words(x->tf) == 2)
+            c = "plenty";
         if (c) { reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply says %s, the tools say %s", k, c, val); wrong++; }
         else { x->no_deduction = 1; reason(x, "fact_missing", JUDGE_EFFECTIVENESS, "%s %s not stated", k, val); missing++; }
     }
