@@ -1058,10 +1058,12 @@ static int clause_product(ctx *x, size_t a, size_t b, char w[2][8][36], const in
 /* A clause boundary at p: , ; . ! ? a newline, " vs ", " and ", " while ". */
 static size_t clause_break(const char *p)
 {
-    if (strchr(",;.!?\n", *p) && *p) return 1;
+    if (strchr(",;:.!?\n", *p) && *p) return 1;
     if (!strncasecmp(p, " vs", 3) && !isalnum((unsigned char)p[3])) return 3;
     if (!strncasecmp(p, " and ", 5)) return 4;
     if (!strncasecmp(p, " while ", 7)) return 6;
+    if (!strncasecmp(p, " against ", 9)) return 8;
+    if (!strncasecmp(p, " versus ", 8)) return 7;
     if (!strncasecmp(p, " but ", 5)) return 4;
     return 0;
 }
@@ -1434,7 +1436,8 @@ static int check_list_price(ctx *x, const rnum *nums, int nn)
         size_t s0 = nums[k].at > 16 ? nums[k].at - 16 : 0;
         char back[24];
         snprintf(back, sizeof back, "%.*s", (int)(nums[k].at - s0), x->reply + s0);
-        if (strcasestr(back, "from") || strcasestr(back, "list") || strcasestr(back, "was ") || strcasestr(back, "regular")) {
+        if (strcasestr(back, "from") || strcasestr(back, "list") || strcasestr(back, "was ") || strcasestr(back, "regular")
+            || strcasestr(back, "used to") || strcasestr(back, "usual") || strcasestr(back, "normally") || strcasestr(back, "originally")) {
             reason(x, "fact_wrong", JUDGE_ACCURACY, "price: the live price %g is given as the list price", pf->num);
             return 1;
         }
@@ -1645,6 +1648,32 @@ static int in_evidence(ctx *x, const char *s)
     return 0;
 }
 
+/* City named as where the parcel leaves from: right after "from", "out
+ * of", "leaves (our)", or right before "warehouse" ("it leaves our
+ * Shanghai warehouse", "ships out of Hangzhou itself").  A city a tool
+ * holds as the destination is then still a wrong origin. */
+static int origin_named(ctx *x, const char *city)
+{
+    static const char *const before[] = { "from", "out of", "leaves", "leaving", "leaves our", "leaves the", "from our",
+                                          "from the", "out of our", "out of the", "dispatched from", "sent from" };
+    static const char *const after[] = { " warehouse", " depot", " hub" };
+    char *lc = ascii_lower(city);
+    size_t n = strlen(lc);
+    int hit = 0;
+    for (const char *p = x->lc; !hit && (p = strstr(p, lc)); p += n) {
+        if ((p > x->lc && word_char((unsigned char)p[-1])) || word_char((unsigned char)p[n])) continue;
+        const char *b = p;
+        while (b > x->lc && b[-1] == ' ') b--;
+        for (size_t k = 0; k < sizeof before / sizeof before[0] && !hit; k++) {
+            size_t m = strlen(before[k]);
+            hit = (size_t)(b - x->lc) >= m && !strncmp(b - m, before[k], m) && (b - m == x->lc || !word_char((unsigned char)b[-(long)m - 1]));
+        }
+        for (size_t k = 0; k < sizeof after / sizeof after[0] && !hit; k++) hit = !strncmp(p + n, after[k], strlen(after[k]));
+    }
+    free(lc);
+    return hit;
+}
+
 /* A field the viewer did not ask about is still bound to its tool value:
  * another value of that field in the world (a carrier, a material, a
  * care label) stated in the reply, found in no tool result, is wrong.
@@ -1676,7 +1705,8 @@ static int check_other_fields(ctx *x)
                 if (json_string_value(e)) { sbuf_puts(&evb, json_string_value(e)); sbuf_puts(&evb, " "); }
             ev = evb.s ? evb.s : "";
         }
-        if (!in_evidence(x, w->val) && words_in_a_sentence(x, w->val, ev)) {
+        if ((!in_evidence(x, w->val) && words_in_a_sentence(x, w->val, ev))
+            || (!strcmp(w->key, "ships_from") && origin_named(x, w->val))) {
             reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply says %s, the tools say %s", w->key, w->val, got);
             found = 1;
         }
