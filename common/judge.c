@@ -1813,6 +1813,22 @@ static const named_coupon *returned_coupon(ctx *x, named_coupon *nc, int n)
     return NULL;
 }
 
+/* A care label stated by method ("goes in the machine at 40 degrees"
+ * for "machine wash 40°C"): every method named is the label's, and each
+ * number of the label is stated.  -1 when a method named is not the
+ * label's ("fine in the dishwasher" for "hand wash only"), *what the
+ * words; 1 stated; 0 neither. */
+static int care_said(ctx *x, const char *care, const rnum *nums, int nn, char *what, size_t wn)
+{
+    int st = judge_lexicon_care(x->j->lex, x->j->md, x->reply, care, what, wn);
+    if (st <= 0) return st;
+    sim_number sn[4];
+    size_t k = sim_scan_numbers(care, 0, sn, 4);
+    for (size_t a = 0; a < k && a < 4; a++)
+        if (!has_fact_number(nums, nn, sn[a].v, 0)) return 0;
+    return 1;
+}
+
 /* Checks every gold fact; returns how many were stated right. */
 static int check_facts(ctx *x, const rnum *nums, int nn)
 {
@@ -1860,6 +1876,16 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
                 continue;
             }
             present |= st > 0;
+        }
+        if (!present && v->str && !strcmp(k, "care")) {
+            char said[96];
+            int st = care_said(x, v->str, nums, nn, said, sizeof said);
+            if (st < 0) {
+                reason(x, "fact_wrong", JUDGE_ACCURACY, "care: the reply says '%s', the tools say %s", said, v->str);
+                wrong++;
+                continue;
+            }
+            present = st > 0;
         }
         if (!present && v->str && list_part(x, v->str)) {
             /* some items of a list fact ("zinc oxide" of "zinc oxide, aloe
@@ -1936,7 +1962,12 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
     else if (missing) x->ded[JUDGE_EFFECTIVENESS] += missing == (int)x->t->nfacts && !partly ? 1 : 0.5;
     else if (owed) x->ded[JUDGE_EFFECTIVENESS] += 0.5;     /* a coupon's threshold left out: part served */
     /* a wrong detail the viewer did not ask for: what was asked still serves */
-    if (!wrong && check_other_fields(x)) x->ded[JUDGE_EFFECTIVENESS] += 0.5;
+    char care[96], said[96];
+    if (!wrong && !fact_of(x->t, "care") && tool_field(x, "care", care, sizeof care)
+        && care_said(x, care, nums, nn, said, sizeof said) < 0) {
+        reason(x, "fact_wrong", JUDGE_ACCURACY, "care: the reply says '%s', the tools say %s", said, care);
+        x->ded[JUDGE_EFFECTIVENESS] += 0.5;
+    } else if (!wrong && check_other_fields(x)) x->ded[JUDGE_EFFECTIVENESS] += 0.5;
     return right;
 }
 

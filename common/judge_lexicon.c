@@ -44,6 +44,8 @@ struct judge_lexicon {
     int         nstatus;
     struct { char *w; char *alt[8]; int nalt; } syn[LEX_MAX_WORDS];
     int         nsyn;
+    struct { char *method; pcre2_code *re; } care[LEX_MAX_FAMILIES];
+    int         ncare;
 };
 
 static judge_lexicon *the_lexicon;
@@ -205,6 +207,11 @@ static void load(void)
         if (L->nstatus == LEX_MAX_FAMILIES) break;
         L->status[L->nstatus].nfacts = words(json_object_get(v, "facts"), L->status[L->nstatus].facts, 8);
         if (!(L->status[L->nstatus++].re = compile_list(json_object_get(v, "patterns"), "statuses"))) bad = 1;
+    }
+    json_object_foreach(json_object_get(d, "care"), k, v) {
+        if (L->ncare == LEX_MAX_FAMILIES) break;
+        L->care[L->ncare].method = xstrdup(k);
+        if (!(L->care[L->ncare++].re = compile_list(v, "care"))) bad = 1;
     }
     json_object_foreach(json_object_get(d, "synonyms"), k, v) {
         if (L->nsyn == LEX_MAX_WORDS) break;
@@ -441,6 +448,25 @@ int judge_lexicon_status(const judge_lexicon *L, pcre2_match_data *md, const cha
         int in = 0;
         for (int k = 0; k < L->status[g].nfacts && !in; k++) in = !strcasecmp(L->status[g].facts[k], status);
         if (!in) {
+            if (what && wn) snprintf(what, wn, "%s", w);
+            return -1;
+        }
+        said = 1;
+    }
+    return said;
+}
+
+int judge_lexicon_care(const judge_lexicon *L, pcre2_match_data *md, const char *text, const char *care,
+                       char *what, size_t wn)
+{
+    if (!L || !text || !care) return 0;
+    int said = 0;
+    for (int g = 0; g < L->ncare; g++) {
+        char w[96];
+        if (!search(L, L->care[g].re, md, text, 1, w, sizeof w)) continue;
+        /* the label's own methods, as it states them ("do not tumble dry"
+         * is no tumble drying) */
+        if (!search(L, L->care[g].re, md, care, 1, NULL, 0)) {
             if (what && wn) snprintf(what, wn, "%s", w);
             return -1;
         }
