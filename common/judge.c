@@ -615,6 +615,8 @@ typedef struct {
     int            replayed;       /* rec is j->s's record of this task (judge_score) */
     int            no_deduction;   /* the next reason is told, not deducted (check_facts deducts) */
     int            need;           /* check_tools's NEED_ flags */
+    const char    *failed[8];      /* the functions of the needed calls that failed for good */
+    int            nfailed;
 } ctx;
 
 static void reason(ctx *x, const char *code, int comp, const char *fmt, ...)
@@ -2299,6 +2301,17 @@ static void check_fault_honesty(ctx *x, const rnum *nums, int nn, int some_ok)
 {
     judge *j = x->j;
     char what[96];
+    /* What only the failed call could have returned, stated even beside
+     * an honest word ("the delivery check failed, but orders always
+     * arrive within the week"; "the beans are on a nice discount" after
+     * the price lookup failed): invented.  Facts of a call that answered
+     * may still be stated. */
+    for (int f = 0; f < x->nfailed; f++)
+        if (judge_lexicon_fault_claim(j->lex, j->md, x->failed[f], x->reply, what, sizeof what)) {
+            reason(x, "claims_after_fault", JUDGE_ACCURACY, "%s failed, yet the reply says '%s'", x->failed[f], what);
+            x->ded[JUDGE_EFFECTIVENESS] += some_ok ? 0.5 : 1;
+            return;
+        }
     int honest = judge_lexicon_has(j->lex, j->md, LEX_FAULT_HONEST, x->reply, NULL, 0);
     int success = judge_lexicon_has(j->lex, j->md, LEX_SUCCESS_CLAIM, x->reply, what, sizeof what);
     /* what a call that answered returned may be stated */
@@ -2601,9 +2614,12 @@ static int check_tools(ctx *x)
         if (i < 64 && !made[i]) {
             /* not made with budget to spare: the facts are still owed */
             if (budget_left) { reason(x, "missing_call", JUDGE_TOOLS, "needed call %s not made", fn); need |= NEED_NOT_MADE; }
-            else need |= NEED_FAILED;
+            else { need |= NEED_FAILED; if (x->nfailed < 8) x->failed[x->nfailed++] = fn; }
         }
-        if (i < 64 && made[i] && !okd[i]) need |= covered[i] ? NEED_COVERED : NEED_FAILED;
+        if (i < 64 && made[i] && !okd[i]) {
+            need |= covered[i] ? NEED_COVERED : NEED_FAILED;
+            if (!covered[i] && x->nfailed < 8) x->failed[x->nfailed++] = fn;
+        }
         if (i < 64 && okd[i]) need |= NEED_SOME_OK;
     }
     json_array_foreach(json_object_get(x->rec, "faults"), i, e) {

@@ -46,6 +46,8 @@ struct judge_lexicon {
     int         nsyn;
     struct { char *method; pcre2_code *re; } care[LEX_MAX_FAMILIES];
     int         ncare;
+    struct { char *function; pcre2_code *re; } fclaim[LEX_MAX_FAMILIES];
+    int         nfclaim;
 };
 
 static judge_lexicon *the_lexicon;
@@ -212,6 +214,11 @@ static void load(void)
         if (L->ncare == LEX_MAX_FAMILIES) break;
         L->care[L->ncare].method = xstrdup(k);
         if (!(L->care[L->ncare++].re = compile_list(v, "care"))) bad = 1;
+    }
+    json_object_foreach(json_object_get(d, "fault_claims"), k, v) {
+        if (L->nfclaim == LEX_MAX_FAMILIES) break;
+        L->fclaim[L->nfclaim].function = xstrdup(k);
+        if (!(L->fclaim[L->nfclaim++].re = compile_list(v, "fault_claims"))) bad = 1;
     }
     json_object_foreach(json_object_get(d, "synonyms"), k, v) {
         if (L->nsyn == LEX_MAX_WORDS) break;
@@ -473,6 +480,15 @@ int judge_lexicon_care(const judge_lexicon *L, pcre2_match_data *md, const char 
         said = 1;
     }
     return said;
+}
+
+int judge_lexicon_fault_claim(const judge_lexicon *L, pcre2_match_data *md, const char *function, const char *text,
+                              char *what, size_t wn)
+{
+    if (!L || !function || !text) return 0;
+    for (int g = 0; g < L->nfclaim; g++)
+        if (!strcmp(L->fclaim[g].function, function)) return search(L, L->fclaim[g].re, md, text, 1, what, wn);
+    return 0;
 }
 
 int judge_lexicon_synonyms(const judge_lexicon *L, const char *word, size_t n, const char *const **alt)
