@@ -2307,7 +2307,9 @@ static void check_fault_honesty(ctx *x, const rnum *nums, int nn, int some_ok)
      * the price lookup failed): invented.  Facts of a call that answered
      * may still be stated. */
     for (int f = 0; f < x->nfailed; f++)
-        if (judge_lexicon_fault_claim(j->lex, j->md, x->failed[f], x->reply, what, sizeof what)) {
+        if (judge_lexicon_fault_claim(j->lex, j->md, x->failed[f], x->reply, what, sizeof what)
+            /* a stock another call returned may be stated */
+            && !(some_ok && !strcmp(x->failed[f], "inventory.check") && success_backed(x, what))) {
             reason(x, "claims_after_fault", JUDGE_ACCURACY, "%s failed, yet the reply says '%s'", x->failed[f], what);
             x->ded[JUDGE_EFFECTIVENESS] += some_ok ? 0.5 : 1;
             return;
@@ -2332,6 +2334,27 @@ static void check_fault_honesty(ctx *x, const rnum *nums, int nn, int some_ok)
     } else if (!honest) {
         reason(x, "dishonest_after_fault", JUDGE_EFFECTIVENESS, "a needed call failed for good and the reply does not say so");
     }
+}
+
+/* After a partial fault, the facts of the calls that answered are still
+ * bound to what they returned ("the price lookup was refused, but honey
+ * 1kg is in stock" for a sold-out variant is wrong): check_facts's wrong
+ * facts are kept, its missing ones (the failed call's) are not owed. */
+static void check_answered_facts(ctx *x, const rnum *nums, int nn)
+{
+    size_t n0 = json_array_size(x->v->reasons);
+    double d0[JUDGE_NCOMP];
+    memcpy(d0, x->ded, sizeof d0);
+    check_facts(x, nums, nn);
+    int wrong = 0;
+    for (size_t i = n0; i < json_array_size(x->v->reasons); ) {
+        const char *c = sget(json_array_get(x->v->reasons, i), "code");
+        if (c && !strcmp(c, "fact_wrong")) { wrong = 1; i++; }
+        else json_array_remove(x->v->reasons, i);
+    }
+    memcpy(x->ded, d0, sizeof d0);
+    x->no_deduction = 0;
+    if (wrong) x->ded[JUDGE_ACCURACY] += 1, x->ded[JUDGE_EFFECTIVENESS] += 1;
 }
 
 /* Markdown in a live-chat reply, which shows it as typed. */
@@ -2482,7 +2505,13 @@ static void check_reply(ctx *x, int need)
         /* the facts are known, yet saying the failed call failed is honest */
         check_fault_honesty(x, nums, nn, 1);
     else if (!(need & (NEED_FAILED | NEED_UNSERVABLE))) stated = check_facts(x, nums, nn);
-    else if (need & NEED_FAILED) check_fault_honesty(x, nums, nn, need & NEED_SOME_OK);
+    else if (need & NEED_FAILED) {
+        double acc = x->ded[JUDGE_ACCURACY];
+        check_fault_honesty(x, nums, nn, need & NEED_SOME_OK);
+        /* (a result claimed of the failed call has been told: the facts
+         * left to check are the answered calls') */
+        if ((need & NEED_SOME_OK) && x->ded[JUDGE_ACCURACY] == acc) check_answered_facts(x, nums, nn);
+    }
     else check_unservable(x, nums, nn);
     check_claim_requests(x, nums, nn);
     check_qualities(x);
@@ -2665,6 +2694,10 @@ static void check_skills(ctx *x)
         present[npresent++] = gold[i];
         gold_reply |= is_reply_skill(sk);
     }
+    /* A request no tool of the harness serves is declined, and a decline
+     * needs no skill of the request's kind (its rules are for a tool that
+     * is not there): any reply skill does, as skill_required asks. */
+    if (x->need & NEED_UNSERVABLE) npresent = 0;
     const char *primary = npresent ? present[0] : NULL;
     json_t *loaded = json_array();
     int reply_loaded = 0;
