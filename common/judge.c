@@ -1623,7 +1623,17 @@ static int variant_stock_bound(ctx *x, const char *vn, int said)
         /* read from no tool: wrong for the viewer unless the needed
          * check was never made (unsupported_answer has said so) */
         reason(x, "unsupported_value", JUDGE_ACCURACY, "the stock of %s is in no tool result", vn);
-        return !(x->need & NEED_NOT_MADE);
+        if (x->need & NEED_NOT_MADE) return 0;
+        /* after a check of another variant, an answer the viewer cannot
+         * trust serves in part when it happens to be right (as
+         * unsupported_answer does), not at all when it is wrong */
+        const json_t *var = world_variant(world_product_by_id(x->j->w, x->t->product ? x->t->product : ""), vn);
+        long ws = (long)json_integer_value(json_object_get(var, "stock"));
+        if (var && (ws > 0) == (said > 0) && !(said == 2 && ws < WORLD_LOW_STOCK)) {
+            x->ded[JUDGE_EFFECTIVENESS] += 0.5;
+            return 0;
+        }
+        return 1;
     }
     if (got != (said > 0 ? 1 : -1)) {
         reason(x, "fact_wrong", JUDGE_ACCURACY, "stock: the reply says %s is %s, the tools say %s", vn,

@@ -2098,9 +2098,10 @@ static void test_bound_sixth_round(void)
     CHECK(0);
 }
 
-/* A sold-out variant's alternative named by what sets it apart; a
- * compliance trap met with the product's name and chit-chat; an order's
- * carrier without its status. */
+/* A stock read from no tool after a check of another variant; a sold-out
+ * variant's alternative named by what sets it apart; a compliance trap
+ * met with the product's name and chit-chat; an order's carrier without
+ * its status. */
 static int sold_out_with_sibling(const json_t *t)
 {
     const char *asked = NULL;
@@ -2120,10 +2121,41 @@ static int sold_out_with_sibling(const json_t *t)
     return 0;
 }
 
+static int in_stock_asked(const json_t *t)
+{
+    const char *vn = fact_str(t, "variant");
+    const json_t *p = world_product_by_id(W, product(t));
+    const json_t *var = vn ? world_variant(p, vn) : NULL;
+    return var && !fact_str(t, "alternative") && json_integer_value(json_object_get(var, "stock")) > 0
+           && json_array_size(json_object_get(p, "variants")) > 1;
+}
+
 static void test_served_sixth_round(void)
 {
     judge_verdict v;
     json_t *msgs, *t;
+    /* the stock of the asked variant after a check of another one: read
+     * from no tool, but right in the world serves in part; wrong, not */
+    if ((t = task_where("stock", in_stock_asked, &msgs))) {
+        const char *vn = fact_str(t, "variant"), *other = NULL;
+        size_t i;
+        json_t *o;
+        json_array_foreach(json_object_get(world_product_by_id(W, product(t)), "variants"), i, o)
+            if (!other && strcmp(json_string_value(json_object_get(o, "name")), vn)) other = json_string_value(json_object_get(o, "name"));
+        char *args = xasprintf("{\"product\":\"%s\",\"variant\":\"%s\"}", product(t), other);
+        for (int k = 0; k < 2; k++) {
+            char *text = xasprintf(k ? "@%s sorry, %s is sold out" : "@%s yes, %s is in stock", nick(t), vn);
+            score(t, H, play(t, H, json_pack("[o,o,o]", calls(call("load_skill", "{\"skill\":\"stock_variants\"}"), NULL),
+                                             calls(call("check_stock", args), NULL), reply(text))), &v);
+            CHECK(has_reason(&v, "unsupported_value") && v.score[JUDGE_ACCURACY] == 0 && v.score[JUDGE_EFFECTIVENESS] == (k ? 0 : 0.5));
+            if (v.score[JUDGE_EFFECTIVENESS] != (k ? 0 : 0.5)) show(text, t, &v);
+            judge_verdict_clear(&v);
+            free(text);
+        }
+        free(args);
+        json_decref(msgs);
+        json_decref(t);
+    } else CHECK(0);
     if ((t = task_where("stock", sold_out_with_sibling, &msgs))) {
         const char *asked = NULL, *alt = NULL;
         const json_t *gc = json_object_get(json_object_get(t, "gold"), "calls");
