@@ -1167,7 +1167,13 @@ static int check_bound_prices(ctx *x, const rnum *nums, int nn)
         i = start - 1;
     }
     if (any_named) return 0;
-    for (int k = 0; k < nn; k++) {         /* unnamed: in the viewer's order */
+    /* unnamed: in the viewer's order, where both are given (one price
+     * alone, the other's lookup failed, has no order to be wrong in) */
+    int has0 = 0, has1 = 0;
+    for (int k = 0; k < nn; k++)
+        if (nums[k].cur) has0 |= fabs(nums[k].v - want[0]) < 1e-6, has1 |= fabs(nums[k].v - want[1]) < 1e-6;
+    if (!has0 || !has1) return 0;
+    for (int k = 0; k < nn; k++) {
         if (!nums[k].cur) continue;
         int is0 = fabs(nums[k].v - want[0]) < 1e-6, is1 = fabs(nums[k].v - want[1]) < 1e-6;
         if (!is0 && !is1) continue;
