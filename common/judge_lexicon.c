@@ -44,6 +44,10 @@ struct judge_lexicon {
     int         nstatus;
     struct { char *w; char *alt[8]; int nalt; } syn[LEX_MAX_WORDS];
     int         nsyn;
+    struct { char *method; pcre2_code *re; } care[LEX_MAX_FAMILIES];
+    int         ncare;
+    struct { char *function; pcre2_code *re; } fclaim[LEX_MAX_FAMILIES];
+    int         nfclaim;
 };
 
 static judge_lexicon *the_lexicon;
@@ -205,6 +209,16 @@ static void load(void)
         if (L->nstatus == LEX_MAX_FAMILIES) break;
         L->status[L->nstatus].nfacts = words(json_object_get(v, "facts"), L->status[L->nstatus].facts, 8);
         if (!(L->status[L->nstatus++].re = compile_list(json_object_get(v, "patterns"), "statuses"))) bad = 1;
+    }
+    json_object_foreach(json_object_get(d, "care"), k, v) {
+        if (L->ncare == LEX_MAX_FAMILIES) break;
+        L->care[L->ncare].method = xstrdup(k);
+        if (!(L->care[L->ncare++].re = compile_list(v, "care"))) bad = 1;
+    }
+    json_object_foreach(json_object_get(d, "fault_claims"), k, v) {
+        if (L->nfclaim == LEX_MAX_FAMILIES) break;
+        L->fclaim[L->nfclaim].function = xstrdup(k);
+        if (!(L->fclaim[L->nfclaim++].re = compile_list(v, "fault_claims"))) bad = 1;
     }
     json_object_foreach(json_object_get(d, "synonyms"), k, v) {
         if (L->nsyn == LEX_MAX_WORDS) break;
@@ -447,6 +461,34 @@ int judge_lexicon_status(const judge_lexicon *L, pcre2_match_data *md, const cha
         said = 1;
     }
     return said;
+}
+
+int judge_lexicon_care(const judge_lexicon *L, pcre2_match_data *md, const char *text, const char *care,
+                       char *what, size_t wn)
+{
+    if (!L || !text || !care) return 0;
+    int said = 0;
+    for (int g = 0; g < L->ncare; g++) {
+        char w[96];
+        if (!search(L, L->care[g].re, md, text, 1, w, sizeof w)) continue;
+        /* the label's own methods, as it states them ("do not tumble dry"
+         * is no tumble drying) */
+        if (!search(L, L->care[g].re, md, care, 1, NULL, 0)) {
+            if (what && wn) snprintf(what, wn, "%s", w);
+            return -1;
+        }
+        said = 1;
+    }
+    return said;
+}
+
+int judge_lexicon_fault_claim(const judge_lexicon *L, pcre2_match_data *md, const char *function, const char *text,
+                              char *what, size_t wn)
+{
+    if (!L || !function || !text) return 0;
+    for (int g = 0; g < L->nfclaim; g++)
+        if (!strcmp(L->fclaim[g].function, function)) return search(L, L->fclaim[g].re, md, text, 1, what, wn);
+    return 0;
 }
 
 int judge_lexicon_synonyms(const judge_lexicon *L, const char *word, size_t n, const char *const **alt)

@@ -65,6 +65,21 @@ int  judge_lexicon_topic(const judge_lexicon *L, pcre2_match_data *md, const cha
  * to what), 1 when one fits status, 0 when none is said.  Negation-aware. */
 int  judge_lexicon_status(const judge_lexicon *L, pcre2_match_data *md, const char *text, const char *status,
                           char *what, size_t wn);
+/* What text says of washing or cleaning an item whose care label (a
+ * tool's) is care, by the lexicon's care methods (machine, hand wash,
+ * dishwasher...): -1 when it names a method the label does not give
+ * (copied to what: "fine in the dishwasher" for "hand wash only"), 1 when
+ * every method it names is the label's, 0 when it names none.
+ * Negation-aware on both sides ("do not tumble dry" gives no tumble
+ * drying). */
+int  judge_lexicon_care(const judge_lexicon *L, pcre2_match_data *md, const char *text, const char *care,
+                        char *what, size_t wn);
+/* Whether text states what a call of tool function function returns
+ * (fault_claims: "always arrive within the week" for shipping.estimate, "on
+ * a nice discount" for product.lookup), negation-aware; the words copied
+ * to what.  Read after that call failed: the result is then invented. */
+int  judge_lexicon_fault_claim(const judge_lexicon *L, pcre2_match_data *md, const char *function, const char *text,
+                               char *what, size_t wn);
 /* The lexicon's synonyms of word[0, n) (lowercase): words that state it
  * as well ("store" for "keep"); their count, the list in *alt. */
 int  judge_lexicon_synonyms(const judge_lexicon *L, const char *word, size_t n, const char *const **alt);

@@ -5,7 +5,8 @@
 # and effectiveness agreement, on dev, heldout, heldout2 (read and tuned on
 # by issue 18's third round), heldout3 (tuned on by the fourth) and
 # heldout4 (scored once, blind, after the fourth; tuned on by the fifth)
-# and heldout5 (scored once, blind, after the fifth).  The figures reached are
+# and heldout5 (scored once, blind, after the fifth; tuned on by the
+# sixth, session 8).  The figures reached are
 # in judge(1) and the README.
 . "$HAT_TOP/tests/cli/lib.sh"
 T=$(mktmp)
@@ -55,19 +56,25 @@ floors() {
 # -130 label the same reply 0.5; the judge follows the later sets, 0.5.)
 floors dev 125 100 0.99 100 99.2
 floors heldout 128 100 0.99 100 99.2
-floors heldout2 158 98.7 0.96 98.7 98.1
-floors heldout3 175 100 0.99 100 97.1 world3.json
+# The sixth round (session 8) raised heldout2's accuracy (a care label
+# contradicted in words of a method, heldout2-012) and heldout3's
+# effectiveness (heldout3-080: a partial fault's answered part checked).
+floors heldout2 158 98.7 0.96 99.3 98.1
+floors heldout3 175 100 0.99 100 97.7 world3.json
 # heldout4 (world4, harness4; written and labelled blind in session 5) was
 # scored once, after the fourth round was merged: 91.4% pass (kappa 0.82),
 # 90.0% accuracy, 89.5% effectiveness.  Its floors guard against a
 # regression.  Session 6 (round five) tuned on it, so it is a seen set now:
 # 93.2% pass (kappa 0.86), 91.8% accuracy, 91.4% effectiveness.
-floors heldout4 220 93.1 0.85 91.7 91.3 world4.json
+# The sixth round lifted it to 95.5% pass (kappa 0.91), 95.9%, 94.1%.
+floors heldout4 220 95.4 0.90 95.9 94.0 world4.json
 # heldout5 (world5, harness5; written and labelled blind in session 6)
-# was scored once, after the fifth round was merged, and nothing was tuned
-# on it: 87.7% pass (kappa 0.74), 86.8% accuracy, 83.2% effectiveness
-# (targets 0.80, 92%, 85%: missed).  Its floors guard against a regression.
-floors heldout5 220 87.7 0.74 86.8 83.1 world5.json
+# was scored once, after the fifth round was merged: 87.7% pass (kappa
+# 0.74), 86.8% accuracy, 83.2% effectiveness (targets 0.80, 92%, 85%:
+# missed).  The sixth round (session 8) then read every disagreement and
+# tuned on it, so it is a seen set too: 99.5% pass (kappa 0.99), 99.1%
+# accuracy, 96.8% effectiveness.
+floors heldout5 220 99.5 0.99 99.0 96.8 world5.json
 # heldout6 (world6, harness6; written and labelled blind in session 8) has
 # not been scored by any judge: it is the set to measure on now.
 # floors: set by the lead after the blind score
