@@ -30,7 +30,7 @@ typedef struct gen_prefix {
     int        n, refs;
     uint64_t   hash;
     int       *toks;                      /* (n) */
-    float     *kc, *vc;                   /* (L, n, KV*D) */
+    float     *kc, *vc;                   /* (L, KV, n, D) */
     struct gen_prefix *next;
 } gen_prefix;
 
@@ -40,9 +40,9 @@ typedef struct {
     int       *toks;                      /* (max_len) */
     int        n_prompt, n_out;           /* output = toks[n_prompt, n_prompt + n_out) */
     float     *logprobs;                  /* (max_len) */
-    float     *kc, *vc;                   /* (L, max_len, KV*D); rows below pre->n unused */
+    float     *kc, *vc;                   /* (L, KV, max_len, D); rows below pre->n unused */
     gen_prefix *pre;                      /* positions [0, pre->n) live there, or NULL */
-    float     *mkc, *mvc;                 /* (max_len, KV*D) MTP block; NULL without MTP */
+    float     *mkc, *mvc;                 /* (KV, max_len, D) MTP block; NULL without MTP */
     int        nd, draft[GEN_MTP_MAX];
     float     *dq;                        /* (GEN_MTP_MAX, V) draft distributions (sampling) */
     gen_params p;
@@ -68,6 +68,7 @@ struct gen_engine {
     gen_stats st;
     /* row buffers, sized for cap_rows (main and MTP passes share them) */
     int   *tok, *pos, *slot, *nctx, *npre;
+    int    cs;                              /* positions a kv head holds in the rows' caches kcp/vcp */
     float **kcp, **vcp;
     const float **kpp, **vpp;               /* rows' shared prefixes (npre rows) */
     float *x, *ln, *q, *k, *v, *att, *gate, *up;
@@ -351,16 +352,17 @@ static gen_prefix *prefix_new(gen_engine *e, const int *ids, int n, uint64_t h)
     return x;
 }
 
-/* Copy K/V rows [from, n) between layer-major caches of db and sb rows a layer. */
-static void copy_rows(const model_config *c, float *dk, float *dv, int db, const float *sk,
+/* Copy K/V rows [from, n) between caches of nl blocks (layers) of
+ * (KV, db or sb positions, D). */
+static void copy_rows(const model_config *c, int nl, float *dk, float *dv, int db, const float *sk,
                       const float *sv, int sb, int from, int n)
 {
-    size_t KD = (size_t)c->n_kv_heads * c->head_dim;
+    size_t D = c->head_dim;
     if (n <= from) return;
-    for (int l = 0; l < c->n_layers; l++) {
-        size_t a = ((size_t)l * db + from) * KD, b = ((size_t)l * sb + from) * KD;
-        memcpy(dk + a, sk + b, (n - from) * KD * sizeof(float));
-        memcpy(dv + a, sv + b, (n - from) * KD * sizeof(float));
+    for (int l = 0; l < nl * c->n_kv_heads; l++) {
+        size_t a = ((size_t)l * db + from) * D, b = ((size_t)l * sb + from) * D;
+        memcpy(dk + a, sk + b, (n - from) * D * sizeof(float));
+        memcpy(dv + a, sv + b, (n - from) * D * sizeof(float));
     }
 }
 
@@ -369,7 +371,8 @@ static void copy_rows(const model_config *c, float *dk, float *dv, int db, const
 static void cut_prefix(gen_engine *e, gen_seq *s, int k)
 {
     if (!s->pre || s->pre->n <= k) return;
-    copy_rows(&e->m->cfg, s->kc, s->vc, e->max_len, s->pre->kc, s->pre->vc, s->pre->n, 0, k);
+    copy_rows(&e->m->cfg, e->m->cfg.n_layers, s->kc, s->vc, e->max_len, s->pre->kc, s->pre->vc,
+              s->pre->n, 0, k);
     prefix_release(e, s);
 }
 
@@ -378,7 +381,6 @@ static void cut_prefix(gen_engine *e, gen_seq *s, int k)
 static void copy_cache(gen_engine *e, gen_seq *dst, gen_seq *src, int n, int nm)
 {
     const model_config *c = &e->m->cfg;
-    size_t KD = (size_t)c->n_kv_heads * c->head_dim;
     if (e->gpu) {
         gen_cuda_copy_cache(e->gpu, (int)(dst - e->seq), (int)(src - e->seq), n);
         return;
@@ -390,16 +392,13 @@ static void copy_cache(gen_engine *e, gen_seq *dst, gen_seq *src, int n, int nm)
         from = x->n;
     } else {
         if (x) {
-            copy_rows(c, dst->kc, dst->vc, e->max_len, x->kc, x->vc, x->n, 0, n);
+            copy_rows(c, c->n_layers, dst->kc, dst->vc, e->max_len, x->kc, x->vc, x->n, 0, n);
             from = n;
         }
         prefix_release(e, dst);              /* src still holds x */
     }
-    copy_rows(c, dst->kc, dst->vc, e->max_len, src->kc, src->vc, e->max_len, from, n);
-    if (nm > 0) {
-        memcpy(dst->mkc, src->mkc, nm * KD * sizeof(float));
-        memcpy(dst->mvc, src->mvc, nm * KD * sizeof(float));
-    }
+    copy_rows(c, c->n_layers, dst->kc, dst->vc, e->max_len, src->kc, src->vc, e->max_len, from, n);
+    copy_rows(c, 1, dst->mkc, dst->mvc, e->max_len, src->mkc, src->mvc, e->max_len, 0, nm);
 }
 
 /* Start slot dst's cache from the longest prefix slot src holds (src ==
@@ -535,6 +534,7 @@ static void block_rows(gen_engine *e, const block_weights *w, const uint32_t *co
     const model_config *c = &m->cfg;
     int C = c->hidden_size, I = c->intermediate_size, H = c->n_heads, KV = c->n_kv_heads;
     int D = c->head_dim, HD = H * D, KD = KV * D;
+    size_t cs = e->cs;
     float eps = (float)c->rms_norm_eps;
     rmsnorm_rows(e->ln, X, w->in_norm, R, C, eps);
     mm(e->q, e->ln, w->wq, h[0], R, C, HD, 0);
@@ -545,11 +545,14 @@ static void block_rows(gen_engine *e, const block_weights *w, const uint32_t *co
     rope_rows(e->q, pos, m->rope_cos, m->rope_sin, R, H, D);
     rope_rows(e->k, pos, m->rope_cos, m->rope_sin, R, KV, D);
     for (int r = 0; r < R; r++) {      /* store k/v first: rows of a prefill see each other */
-        memcpy(e->kcp[r] + (size_t)pos[r] * KD, e->k + (size_t)r * KD, KD * sizeof(float));
-        memcpy(e->vcp[r] + (size_t)pos[r] * KD, e->v + (size_t)r * KD, KD * sizeof(float));
+        for (int h = 0; h < KV; h++) {
+            size_t at = ((size_t)h * cs + pos[r]) * D;
+            memcpy(e->kcp[r] + at, e->k + (size_t)r * KD + (size_t)h * D, D * sizeof(float));
+            memcpy(e->vcp[r] + at, e->v + (size_t)r * KD + (size_t)h * D, D * sizeof(float));
+        }
         e->nctx[r] = pos[r] + 1;
     }
-    attn_rows a = { e->kcp, e->vcp, e->nctx, e->kpp, e->vpp, e->npre };
+    attn_rows a = { e->kcp, e->vcp, e->nctx, e->kpp, e->vpp, e->npre, e->cs };
     attention_rows(e->att, e->att_scratch, e->q, &a, R, H, KV, D, e->max_len);
     mm(X, e->att, w->wo, h[3], R, HD, C, 1.0f);
     rmsnorm_rows(e->ln, X, w->post_norm, R, C, eps);
@@ -570,6 +573,7 @@ static void forward_main(gen_engine *e, int R, const gen_prefix *build)
     size_t KD = (size_t)c->n_kv_heads * c->head_dim;
     for (int r = 0; r < R; r++)
         memcpy(e->x + (size_t)r * C, m->w.wte + (size_t)e->tok[r] * C, C * sizeof(float));
+    e->cs = build ? build->n : e->max_len;
     for (int l = 0; l < c->n_layers; l++) {
         for (int r = 0; r < R; r++) {
             e->npre[r] = 0;
@@ -611,6 +615,7 @@ static void forward_mtp(gen_engine *e, int R)
         e->vcp[r] = s->mvc;
         e->npre[r] = 0;                      /* drafting sequences share no prefix */
     }
+    e->cs = e->max_len;
     mm(e->mx, e->mcat, m->w.mtp_fc, e->dfc, R, 2 * C, C, 0);
     block_rows(e, &m->w.mtp_block, e->dw ? e->dblk : NULL, e->mx, e->pos, R);
 }

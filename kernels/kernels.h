@@ -182,16 +182,21 @@ void matmul_rows_bf16(float *out, const float *inp, const uint32_t *w, int N, in
 void bf16_pack_rows(uint32_t *dst, const float *src, int OC, int C);
 /* R query rows q (R,H,D) -> out (R,H,D); row r attends to positions
  * 0..n_ctx[r]-1 (its own k/v included): [0, n_pre[r]) from a prefix
- * shared by many sequences, kp[r]/vp[r] (n_pre[r],KV,D), the rest from
- * its own cache kc[r]/vc[r] (S,KV,D), indexed by position (rows below
- * n_pre[r] unread).  n_pre NULL: no prefix.  A row's bits do not depend
- * on where its prefix ends.  scratch: attention_rows_scratch(max_ctx, H,
- * KV) floats. */
+ * shared by many sequences, kp[r]/vp[r] (KV,n_pre[r],D), the rest from
+ * its own cache kc[r]/vc[r] (KV,cs,D), indexed by position (rows below
+ * n_pre[r] unread).  Caches are kv-head major: a task (one kv head)
+ * streams its keys and values as one contiguous run, where position-major
+ * rows (S,KV,D) made it read every other 256 bytes, which the prefetchers
+ * serve at a third of the bandwidth (2x the attention time here on
+ * contexts that come from memory).  n_pre NULL: no prefix.  A row's bits
+ * do not depend on where its prefix ends.  scratch:
+ * attention_rows_scratch(max_ctx, H, KV) floats. */
 typedef struct {
     float *const *kc, *const *vc;        /* (R) own caches */
     const int *n_ctx;                    /* (R) */
     const float *const *kp, *const *vp;  /* (R) shared prefixes, or NULL with n_pre */
     const int *n_pre;                    /* (R) or NULL */
+    int cs;                              /* positions a kv head holds in each own cache (>= n_ctx) */
 } attn_rows;
 size_t attention_rows_scratch(int max_ctx, int H, int KV);
 void attention_rows(float *out, float *scratch, const float *q, const attn_rows *a, int R,

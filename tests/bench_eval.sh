@@ -14,8 +14,10 @@
 # milliseconds), active is libgomp's long spin-wait, passive sleeps at
 # once, which matters on a shared machine; path "shared" (the default) against "copy" (rollout
 # --no-shared-prefix: the system prompt's KV copied into each
-# conversation, the previous path; the same output bytes, checked) and,
-# with PREV_BIN, "prev" (another build's programs), run back to back;
+# conversation, the previous path) and, with PREV_BIN, "prev" (another
+# build's programs), run back to back; same_bytes: this path's rollout and
+# generate outputs are byte for byte those of the round's first path
+# (same_bytes_as; null on the first line itself);
 # ratio = this line's cases/s over the copy line's; cpu_seconds = user +
 # system time of both programs, cpu_ratio = the copy line's over this
 # line's (the steadier figure on a shared machine).  Not part of make check.
@@ -63,13 +65,16 @@ run() {
         --max-tokens 64 --batch "$B" --seed 1 $opts -o "$T/r.$path.jsonl" "$T/agent.jsonl" || exit 1
     t1=$(now)
     cpu $wp nice -n "${NICE:-10}" "$bin/generate" --ckpt "$T/m.ckpt" --max-tokens 64 --stop "$stop" --batch "$B" \
-        --seed 1 -o "$T/g.jsonl" "$T/ifeval.jsonl" || exit 1
+        --seed 1 -o "$T/g.$path.jsonl" "$T/ifeval.jsonl" || exit 1
     t2=$(now)
     cpus=$(awk '{s += $1 + $2} END {print s}' "$T/cpu")
-    same=true
-    [ -f "$T/r.copy.jsonl" ] && ! cmp -s "$T/r.copy.jsonl" "$T/r.$path.jsonl" && same=false
+    same=null
+    if [ "$path" != "$first" ]; then
+        same=true
+        { cmp -s "$T/r.$first.jsonl" "$T/r.$path.jsonl" && cmp -s "$T/g.$first.jsonl" "$T/g.$path.jsonl"; } || same=false
+    fi
     jq -s -c --argjson t0 "$t0" --argjson t1 "$t1" --argjson t2 "$t2" --argjson B "$B" --arg pol "$pol" \
-        --arg path "$path" --argjson base "${base:-null}" --argjson same "$same" \
+        --arg path "$path" --arg first "$first" --argjson base "${base:-null}" --argjson same "$same" \
         --argjson cpus "$cpus" --argjson cbase "${cbase:-null}" \
         --argjson ni "$ni" --argjson cpu "$cpu" --argjson load0 "$load0" --argjson load1 "$(load_now)" '
         def r2: . * 100 | round / 100;
@@ -82,13 +87,13 @@ run() {
          agent_cases_per_s:(length / ($t1 - $t0) | r2),
          cases_per_s:($cps | r2), ratio_vs_copy:(if $base then $cps / $base | r2 else null end),
          cpu_seconds:($cpus | r2), cpu_ratio_vs_copy:(if $cbase then $cbase / $cpus | r2 else null end),
-         same_bytes_as_copy:$same, target_cases_per_s:10,
+         same_bytes_as:(if $path == $first then null else $first end), same_bytes:$same,
+         target_cases_per_s:10,
          cpu:$cpu, loadavg:[$load0, $load1]}' "$T/r.$path.jsonl"
 }
 for B in $BATCH; do
 for pol in $POLICY; do
-    base= cbase=
-    rm -f "$T/r.copy.jsonl"
+    base= cbase= first=${PATHS%% *}
     for path in $PATHS; do
         case $path in
         copy)   line=$(run "$HAT_BIN" --no-shared-prefix) || exit 1 ;;

@@ -482,17 +482,17 @@ static inline __attribute__((always_inline)) float lanes8(v8 a)
     return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
 }
 
-/* Scaled scores q.k for keys [0, n) of kv head kh, for G query heads at
+/* Scaled scores q.k for keys [0, n) of one kv head (k0: its first key,
+ * keys D apart), for G query heads at
  * once (q + h*D into p + h*ps): each an 8-lane dot product over D (chunks
  * in order), lanes summed as lanes8, then the D % 8 tail in order.  G = 2
  * loads each key once for both heads of a group: the same bits, half the
  * cache traffic (attention reads keys faster than L2 serves them). */
-static inline __attribute__((always_inline)) void att_scores(float *p, size_t ps, const float *q, const float *kc,
-                                                            int n, int KV, int kh, int D, float scale, int G)
+static inline __attribute__((always_inline)) void att_scores(float *p, size_t ps, const float *q, const float *k0,
+                                                            int n, int D, float scale, int G)
 {
     int D8 = D / 8 * 8, s = 0;
-    size_t ks = (size_t)KV * D;
-    const float *k0 = kc + (size_t)kh * D;
+    size_t ks = D;
     for (; s + 8 <= n; s += 8) {
         v8 acc[2][8];
         UNROLL for (int h = 0; h < G; h++) UNROLL for (int j = 0; j < 8; j++) acc[h][j] = (v8){ 0 };
@@ -544,11 +544,10 @@ static inline __attribute__((always_inline)) void att_scores(float *p, size_t ps
         }                                                                                 \
     }
 static inline __attribute__((always_inline)) void att_values(float *o, const float *p, size_t ps,
-                                                            const float *vp, int np, const float *vc,
-                                                            int s0, int s1, int KV, int kh, int D, int G)
+                                                            const float *vp0, int np, const float *v0,
+                                                            int s0, int s1, int D, int G)
 {
-    size_t vs = (size_t)KV * D;
-    const float *v0 = vc + (size_t)kh * D, *vp0 = vp ? vp + (size_t)kh * D : v0;
+    size_t vs = D;
     int i = 0, mid = np < s0 ? s0 : np > s1 ? s1 : np;
     for (; i + 64 <= D; i += 64) {
         v8 acc[2][8];
@@ -578,8 +577,10 @@ static inline __attribute__((always_inline)) void att_values(float *o, const flo
 #undef VBLOCK
 #undef VROW
 
-/* Rows of one task: NR (up to ATT_GROUP) rows on the same shared prefix
- * (or one row), their queries, outputs, own caches and lengths. */
+/* Rows of one task (one kv head): NR (up to ATT_GROUP) rows on the same
+ * shared prefix (or one row), their queries, outputs, lengths, and where
+ * that kv head's keys and values start in the prefix (kp, vp) and in each
+ * row's own cache (kc, vc), keys D floats apart. */
 #define ATT_GROUP 16
 #define ATT_CHUNK 64     /* prefix keys whose K or V rows stay in L1 while every row of a group uses them */
 typedef struct {
@@ -590,43 +591,42 @@ typedef struct {
     int n[ATT_GROUP];
 } att_group;
 
-/* G query heads (h0 on) of kv head kh for every row of a group: the
+/* G query heads (h0 on) of the task's kv head for every row of a group: the
  * prefix keys chunk by chunk, each chunk for all rows while it is in L1
  * (rows of one prefix read it from the cache once, not once each); then
  * each row's own keys.  Every score and every value chain is what one row
  * alone computes. */
-static inline __attribute__((always_inline)) void att_heads(const att_group *g, int h0, int KV, int kh,
-                                                           int D, int stride, int G)
+static inline __attribute__((always_inline)) void att_heads(const att_group *g, int h0, int D, int stride,
+                                                           int G)
 {
     float scale = 1.0f / sqrtf((float)D);
-    size_t ks = (size_t)KV * D, hq = (size_t)h0 * D, hp = (size_t)h0 * stride;
+    size_t ks = D, hq = (size_t)h0 * D, hp = (size_t)h0 * stride;
     int np = g->np;
     for (int s0 = 0; s0 < np; s0 += ATT_CHUNK) {
         int c = np - s0 < ATT_CHUNK ? np - s0 : ATT_CHUNK;
         for (int r = 0; r < g->nr; r++)
-            att_scores(g->p[r] + hp + s0, stride, g->q[r] + hq, g->kp + s0 * ks, c, KV, kh, D, scale, G);
+            att_scores(g->p[r] + hp + s0, stride, g->q[r] + hq, g->kp + s0 * ks, c, D, scale, G);
     }
     for (int r = 0; r < g->nr; r++) {
-        att_scores(g->p[r] + hp + np, stride, g->q[r] + hq, g->kc[r] + np * ks, g->n[r] - np, KV, kh, D,
-                   scale, G);
+        att_scores(g->p[r] + hp + np, stride, g->q[r] + hq, g->kc[r] + np * ks, g->n[r] - np, D, scale, G);
         for (int h = 0; h < G; h++) vsoftmax(g->p[r] + hp + (size_t)h * stride, g->n[r], NULL);
     }
     for (int s0 = 0; s0 < np; s0 += ATT_CHUNK) {
         int s1 = np - s0 < ATT_CHUNK ? np : s0 + ATT_CHUNK;
         for (int r = 0; r < g->nr; r++)
-            att_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], s0, s1, KV, kh, D, G);
+            att_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], s0, s1, D, G);
     }
     for (int r = 0; r < g->nr; r++)
-        att_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], np, g->n[r], KV, kh, D, G);
+        att_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], np, g->n[r], D, G);
 }
 
-/* The gq query heads of kv head kh for a group's rows: two at a time. */
+/* The gq query heads of the task's kv head for a group's rows: two at a time. */
 HAT_CLONES
-static void att_task(const att_group *g, int gq, int KV, int kh, int D, int stride)
+static void att_task(const att_group *g, int gq, int D, int stride)
 {
     int h = 0;
-    for (; h + 2 <= gq; h += 2) att_heads(g, h, KV, kh, D, stride, 2);
-    for (; h < gq; h++) att_heads(g, h, KV, kh, D, stride, 1);
+    for (; h + 2 <= gq; h += 2) att_heads(g, h, D, stride, 2);
+    for (; h < gq; h++) att_heads(g, h, D, stride, 1);
 }
 
 #ifdef HAT_Z
@@ -639,12 +639,10 @@ static void att_task(const att_group *g, int gq, int KV, int kh, int D, int stri
  * order as in att_values.  So the same bits, with half the
  * multiply-add instructions and no horizontal sums of single keys. */
 ZTARGET static inline __attribute__((always_inline)) void zatt_scores(float *p, size_t ps, const float *q,
-                                                                     const float *kc, int n, int KV, int kh,
-                                                                     int D, float scale)
+                                                                     const float *k0, int n, int D, float scale)
 {
     int nc = D / 8, s = 0;
-    size_t ks = (size_t)KV * D;
-    const float *k0 = kc + (size_t)kh * D;
+    size_t ks = D;
     __m512 qz[16];
     UNROLL for (int c = 0; c < nc; c++)
         qz[c] = _mm512_insertf32x8(_mm512_castps256_ps512(_mm256_loadu_ps(q + 8 * c)),
@@ -670,22 +668,25 @@ ZTARGET static inline __attribute__((always_inline)) void zatt_scores(float *p, 
     }
 }
 
+/* x is pinned in a register: GCC otherwise folds its load into both
+ * heads' multiply-adds, two 64-byte loads a chunk where one does, and the
+ * loop waits on the load ports (13% of the time of prefix rows, measured) */
 #define ZVBLOCK(S0, S1, BASE)                                                             \
     for (int s = (S0); s < (S1); s++) {                                                   \
         __m512 w0 = _mm512_set1_ps(p[s]), w1 = _mm512_set1_ps(p[ps + s]);                 \
         UNROLL for (int j = 0; j < 4; j++) {                                              \
             if (j >= nb) break;                                                           \
             __m512 x = _mm512_loadu_ps((BASE) + s * vs + i + 16 * j);                     \
+            __asm__("" : "+v"(x));                                                        \
             acc[0][j] = _mm512_fmadd_ps(w0, x, acc[0][j]);                                \
             acc[1][j] = _mm512_fmadd_ps(w1, x, acc[1][j]);                                \
         }                                                                                 \
     }
 ZTARGET static inline __attribute__((always_inline)) void zatt_values(float *o, const float *p, size_t ps,
-                                                                     const float *vp, int np, const float *vc,
-                                                                     int s0, int s1, int KV, int kh, int D)
+                                                                     const float *vp0, int np, const float *v0,
+                                                                     int s0, int s1, int D)
 {
-    size_t vs = (size_t)KV * D;
-    const float *v0 = vc + (size_t)kh * D, *vp0 = vp ? vp + (size_t)kh * D : v0;
+    size_t vs = D;
     int mid = np < s0 ? s0 : np > s1 ? s1 : np;
     for (int i = 0; i < D; i += 64) {
         int nb = D - i >= 64 ? 4 : (D - i) / 16;
@@ -701,38 +702,37 @@ ZTARGET static inline __attribute__((always_inline)) void zatt_values(float *o, 
 #undef ZVBLOCK
 
 /* att_heads for G = 2 on these tiles. */
-ZTARGET static inline __attribute__((always_inline)) void zatt_heads(const att_group *g, int h0, int KV, int kh,
-                                                                    int D, int stride)
+ZTARGET static inline __attribute__((always_inline)) void zatt_heads(const att_group *g, int h0, int D, int stride)
 {
     float scale = 1.0f / sqrtf((float)D);
-    size_t ks = (size_t)KV * D, hq = (size_t)h0 * D, hp = (size_t)h0 * stride;
+    size_t ks = D, hq = (size_t)h0 * D, hp = (size_t)h0 * stride;
     int np = g->np;
     for (int s0 = 0; s0 < np; s0 += ATT_CHUNK) {
         int c = np - s0 < ATT_CHUNK ? np - s0 : ATT_CHUNK;
         for (int r = 0; r < g->nr; r++)
-            zatt_scores(g->p[r] + hp + s0, stride, g->q[r] + hq, g->kp + s0 * ks, c, KV, kh, D, scale);
+            zatt_scores(g->p[r] + hp + s0, stride, g->q[r] + hq, g->kp + s0 * ks, c, D, scale);
     }
     for (int r = 0; r < g->nr; r++) {
-        zatt_scores(g->p[r] + hp + np, stride, g->q[r] + hq, g->kc[r] + np * ks, g->n[r] - np, KV, kh, D, scale);
+        zatt_scores(g->p[r] + hp + np, stride, g->q[r] + hq, g->kc[r] + np * ks, g->n[r] - np, D, scale);
         for (int h = 0; h < 2; h++) vsoftmax(g->p[r] + hp + (size_t)h * stride, g->n[r], NULL);
     }
     for (int s0 = 0; s0 < np; s0 += ATT_CHUNK) {
         int s1 = np - s0 < ATT_CHUNK ? np : s0 + ATT_CHUNK;
         for (int r = 0; r < g->nr; r++)
-            zatt_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], s0, s1, KV, kh, D);
+            zatt_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], s0, s1, D);
     }
     for (int r = 0; r < g->nr; r++)
-        zatt_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], np, g->n[r], KV, kh, D);
+        zatt_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], np, g->n[r], D);
 }
 
 /* att_task on these tiles: gq even, D a multiple of 16 up to 128 (q in
  * registers); the common head sizes with D a constant. */
-ZTARGET static void zatt_task(const att_group *g, int gq, int KV, int kh, int D, int stride)
+ZTARGET static void zatt_task(const att_group *g, int gq, int D, int stride)
 {
     for (int h = 0; h + 2 <= gq; h += 2) {
-        if (D == 64) zatt_heads(g, h, KV, kh, 64, stride);
-        else if (D == 128) zatt_heads(g, h, KV, kh, 128, stride);
-        else zatt_heads(g, h, KV, kh, D, stride);
+        if (D == 64) zatt_heads(g, h, 64, stride);
+        else if (D == 128) zatt_heads(g, h, 128, stride);
+        else zatt_heads(g, h, D, stride);
     }
 }
 
@@ -741,7 +741,7 @@ static int zatt_fits(int gq, int D)
     return gq % 2 == 0 && D % 16 == 0 && D <= 128 && z_tiles();
 }
 #else
-static void zatt_task(const att_group *g, int gq, int KV, int kh, int D, int stride) {}
+static void zatt_task(const att_group *g, int gq, int D, int stride) {}
 static int zatt_fits(int gq, int D) { return 0; }
 #endif
 
@@ -804,21 +804,21 @@ void attention_rows(float *out, float *scratch, const float *q, const attn_rows 
         att_group grp;
         grp.nr = gs[gi + 1] - gs[gi];
         grp.np = a->n_pre ? a->n_pre[r0] : 0;
-        grp.kp = grp.np ? a->kp[r0] : NULL;
-        grp.vp = grp.np ? a->vp[r0] : NULL;
+        grp.kp = grp.np ? a->kp[r0] + (size_t)kh * grp.np * D : NULL;
+        grp.vp = grp.np ? a->vp[r0] + (size_t)kh * grp.np * D : NULL;
         float *p = scratch + (size_t)omp_get_thread_num() * ATT_GROUP * g * max_ctx;
         for (int i = 0; i < grp.nr; i++) {
             int r = ord[gs[gi] + i];
             size_t at = ((size_t)r * H + (size_t)kh * g) * D;
             grp.q[i] = q + at;
             grp.out[i] = out + at;
-            grp.kc[i] = a->kc[r];
-            grp.vc[i] = a->vc[r];
+            grp.kc[i] = a->kc[r] + (size_t)kh * a->cs * D;
+            grp.vc[i] = a->vc[r] + (size_t)kh * a->cs * D;
             grp.n[i] = a->n_ctx[r];
             grp.p[i] = p + (size_t)i * g * max_ctx;
         }
-        if (z) zatt_task(&grp, g, KV, kh, D, max_ctx);
-        else att_task(&grp, g, KV, kh, D, max_ctx);
+        if (z) zatt_task(&grp, g, D, max_ctx);
+        else att_task(&grp, g, D, max_ctx);
     }
 }
 

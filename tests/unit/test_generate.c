@@ -29,6 +29,19 @@ static int same_bits(const float *a, const float *b, size_t n)
     return memcmp(a, b, n * sizeof(float)) == 0;
 }
 
+/* Positions [from, to) of a (T, KV, D) sequence's keys or values as a
+ * decoding cache, kv-head major (KV, S, D); the other positions NaN, so
+ * that reading one shows. */
+static float *head_major(const float *x, int KV, int D, int S, int from, int to)
+{
+    float *c = xmalloc((size_t)KV * S * D * sizeof(float));
+    for (size_t i = 0; i < (size_t)KV * S * D; i++) c[i] = NAN;
+    for (int t = from; t < to; t++)
+        for (int h = 0; h < KV; h++)
+            memcpy(c + ((size_t)h * S + t) * D, x + ((size_t)t * KV + h) * D, D * sizeof(float));
+    return c;
+}
+
 /* ---- kernels ------------------------------------------------------------------------------ */
 
 static void matmul_rows_invariant(void)
@@ -138,31 +151,27 @@ static void attention_rows_matches_reference(void)
         attention_forward_ref(ref, att, q, k, v, 1, T, H, KV, D);
         float *out = xmalloc((size_t)T * H * D * sizeof(float)), *one = xmalloc((size_t)H * D * sizeof(float));
         float *scratch = xmalloc(attention_rows_scratch(T, H, KV) * sizeof(float));
+        float *kh = head_major(k, KV, D, T, 0, T), *vh = head_major(v, KV, D, T, 0, T);
         float *kc[21], *vc[21];
         int n[21];
-        for (int t = 0; t < T; t++) { kc[t] = k; vc[t] = v; n[t] = t + 1; }
-        attn_rows all = { kc, vc, n, NULL, NULL, NULL };
+        for (int t = 0; t < T; t++) { kc[t] = kh; vc[t] = vh; n[t] = t + 1; }
+        attn_rows all = { kc, vc, n, NULL, NULL, NULL, T };
         attention_rows(out, scratch, q, &all, T, H, KV, D, T);
         double err = 0;
         for (int i = 0; i < T * H * D; i++) err = fmax(err, fabs(out[i] - ref[i]));
         CHECK(err < 1e-5);
         int ok = 1;
         for (int t = 0; t < T; t++) {          /* each row alone: the same bits */
-            attn_rows a = { kc + t, vc + t, n + t, NULL, NULL, NULL };
+            attn_rows a = { kc + t, vc + t, n + t, NULL, NULL, NULL, T };
             attention_rows(one, scratch, q + (size_t)t * H * D, &a, 1, H, KV, D, T);
             ok &= same_bits(one, out + (size_t)t * H * D, (size_t)H * D);
             /* the same keys, [0, np) read from a separate prefix copy: the same bits */
             for (int np = 1; np < n[t]; np += 3) {
-                size_t pre = (size_t)np * KV * D;
-                float *kp1 = xmalloc(pre * sizeof(float)), *vp1 = xmalloc(pre * sizeof(float));
-                memcpy(kp1, k, pre * sizeof(float));
-                memcpy(vp1, v, pre * sizeof(float));
+                float *kp1 = head_major(k, KV, D, np, 0, np), *vp1 = head_major(v, KV, D, np, 0, np);
                 const float *kp = kp1, *vp = vp1;
-                float *kc2 = xmalloc((size_t)T * KV * D * sizeof(float)), *vc2 = xmalloc((size_t)T * KV * D * sizeof(float));
-                for (size_t i = 0; i < (size_t)T * KV * D; i++) kc2[i] = vc2[i] = NAN;   /* rows below np unread */
-                memcpy(kc2 + (size_t)np * KV * D, k + (size_t)np * KV * D, (size_t)(T - np) * KV * D * sizeof(float));
-                memcpy(vc2 + (size_t)np * KV * D, v + (size_t)np * KV * D, (size_t)(T - np) * KV * D * sizeof(float));
-                attn_rows b = { &kc2, &vc2, n + t, &kp, &vp, &np };
+                /* rows below np unread (NaN) */
+                float *kc2 = head_major(k, KV, D, T, np, T), *vc2 = head_major(v, KV, D, T, np, T);
+                attn_rows b = { &kc2, &vc2, n + t, &kp, &vp, &np, T };
                 attention_rows(one, scratch, q + (size_t)t * H * D, &b, 1, H, KV, D, T);
                 ok &= same_bits(one, out + (size_t)t * H * D, (size_t)H * D);
                 free(kc2); free(vc2); free(kp1); free(vp1);
@@ -170,18 +179,16 @@ static void attention_rows_matches_reference(void)
         }
         /* all rows at once, those past 5 keys on one 5-row prefix (read in
          * groups of rows): the same bits */
-        float *kp5 = xmalloc((size_t)5 * KV * D * sizeof(float)), *vp5 = xmalloc((size_t)5 * KV * D * sizeof(float));
-        memcpy(kp5, k, (size_t)5 * KV * D * sizeof(float));
-        memcpy(vp5, v, (size_t)5 * KV * D * sizeof(float));
+        float *kp5 = head_major(k, KV, D, 5, 0, 5), *vp5 = head_major(v, KV, D, 5, 0, 5);
         const float *kps[21], *vps[21];
         int nps[21];
         for (int t = 0; t < T; t++) { kps[t] = kp5; vps[t] = vp5; nps[t] = n[t] > 5 ? 5 : 0; }
         float *grouped = xmalloc((size_t)T * H * D * sizeof(float));
-        attn_rows gr = { kc, vc, n, kps, vps, nps };
+        attn_rows gr = { kc, vc, n, kps, vps, nps, T };
         attention_rows(grouped, scratch, q, &gr, T, H, KV, D, T);
         ok &= same_bits(grouped, out, (size_t)T * H * D);
         CHECK(ok);
-        free(kp5); free(vp5); free(grouped);
+        free(kp5); free(vp5); free(grouped); free(kh); free(vh);
         free(q); free(k); free(v); free(ref); free(att); free(out); free(one); free(scratch);
     }
 }
@@ -237,15 +244,11 @@ static void attention_rows_groups_exact(void)
          * NP are NaN (unread) */
         float *kp[2], *vp[2];
         for (int i = 0; i < 2; i++) {
-            kp[i] = xmalloc((size_t)NP * KD * sizeof(float));
-            vp[i] = xmalloc((size_t)NP * KD * sizeof(float));
-            memcpy(kp[i], k, (size_t)NP * KD * sizeof(float));
-            memcpy(vp[i], v, (size_t)NP * KD * sizeof(float));
+            kp[i] = head_major(k, KV, D, NP, 0, NP);
+            vp[i] = head_major(v, KV, D, NP, 0, NP);
         }
-        float *kc2 = xmalloc((size_t)T * KD * sizeof(float)), *vc2 = xmalloc((size_t)T * KD * sizeof(float));
-        for (size_t i = 0; i < (size_t)T * KD; i++) kc2[i] = vc2[i] = NAN;
-        memcpy(kc2 + NP * KD, k + NP * KD, (T - NP) * KD * sizeof(float));
-        memcpy(vc2 + NP * KD, v + NP * KD, (T - NP) * KD * sizeof(float));
+        float *kc2 = head_major(k, KV, D, T, NP, T), *vc2 = head_major(v, KV, D, T, NP, T);
+        float *kh = head_major(k, KV, D, T, 0, T), *vh = head_major(v, KV, D, T, 0, T);
         float *kc[T], *vc[T];
         const float *kps[T], *vps[T];
         int n[T], nps[T];
@@ -255,20 +258,20 @@ static void attention_rows_groups_exact(void)
             nps[t] = on ? NP : 0;
             kps[t] = on ? kp[on - 1] : NULL;
             vps[t] = on ? vp[on - 1] : NULL;
-            kc[t] = on ? kc2 : k;
-            vc[t] = on ? vc2 : v;
+            kc[t] = on ? kc2 : kh;
+            vc[t] = on ? vc2 : vh;
         }
         float *alone = xmalloc((size_t)T * H * D * sizeof(float)), *out = xmalloc((size_t)T * H * D * sizeof(float));
         float *scratch = xmalloc(attention_rows_scratch(T, H, KV) * sizeof(float));
         int ok = 1;
         for (int wide = 1; wide >= 0; wide--) {
             int was = decode_avx512(wide);
-            float *kc1[1] = { k }, *vc1[1] = { v };
+            float *kc1[1] = { kh }, *vc1[1] = { vh };
             for (int t = 0; t < T; t++) {
-                attn_rows a1 = { kc1, vc1, n + t, NULL, NULL, NULL };
+                attn_rows a1 = { kc1, vc1, n + t, NULL, NULL, NULL, T };
                 attention_rows(alone + (size_t)t * H * D, scratch, q + (size_t)t * H * D, &a1, 1, H, KV, D, T);
             }
-            attn_rows all = { kc, vc, n, kps, vps, nps };
+            attn_rows all = { kc, vc, n, kps, vps, nps, T };
             attention_rows(out, scratch, q, &all, T, H, KV, D, T);
             ok &= same_bits(out, alone, (size_t)T * H * D);
             if (wide) {
@@ -276,7 +279,7 @@ static void attention_rows_groups_exact(void)
                 memcpy(first, alone, (size_t)T * H * D * sizeof(float));
                 decode_avx512(0);
                 for (int t = 0; t < T; t++) {
-                    attn_rows a1 = { kc1, vc1, n + t, NULL, NULL, NULL };
+                    attn_rows a1 = { kc1, vc1, n + t, NULL, NULL, NULL, T };
                     attention_rows(alone + (size_t)t * H * D, scratch, q + (size_t)t * H * D, &a1, 1, H, KV, D, T);
                 }
                 ok &= same_bits(first, alone, (size_t)T * H * D);     /* wide = 8-lane */
@@ -291,7 +294,7 @@ static void attention_rows_groups_exact(void)
         for (size_t i = 0; i < (size_t)T * H * D; i++) err = fmax(err, fabs(out[i] - ref[i]));
         CHECK(err < 1e-5);
         for (int i = 0; i < 2; i++) { free(kp[i]); free(vp[i]); }
-        free(q); free(k); free(v); free(kc2); free(vc2); free(alone); free(out); free(scratch); free(ref); free(att);
+        free(q); free(k); free(v); free(kc2); free(vc2); free(kh); free(vh); free(alone); free(out); free(scratch); free(ref); free(att);
     }
 }
 
