@@ -198,6 +198,9 @@ int sim_set_harness(sim *s, const json_t *h, char **err)
             clear_harness(s);
             return -1;
         }
+        /* JIT: a viewer text is matched against every pattern once per
+         * conversation; the interpreter was ~7k instructions a message. */
+        pcre2_jit_compile(re, PCRE2_JIT_COMPLETE);
         s->pat[s->npat++] = re;
     }
     return 0;
@@ -357,8 +360,14 @@ static json_t *viewer_message(sim *s, const char *nick, const char *text)
     sbuf_add(&b, ": ", 2);
     sbuf_puts(&b, s->viewer_text);
     int flagged = 0;
-    for (int k = 0; k < s->npat && !flagged; k++)
-        flagged = pcre2_match(s->pat[k], (PCRE2_SPTR)s->viewer_text, PCRE2_ZERO_TERMINATED, 0, 0, s->md, NULL) >= 0;
+    for (int k = 0; k < s->npat && !flagged; k++) {
+        int rc = pcre2_match(s->pat[k], (PCRE2_SPTR)s->viewer_text, PCRE2_ZERO_TERMINATED, 0, 0, s->md, NULL);
+        /* A JIT error (its stack or match limit) is not the interpreter's
+         * answer: ask the interpreter, as before JIT. */
+        if (rc < 0 && rc != PCRE2_ERROR_NOMATCH)
+            rc = pcre2_match(s->pat[k], (PCRE2_SPTR)s->viewer_text, PCRE2_ZERO_TERMINATED, 0, PCRE2_NO_JIT, s->md, NULL);
+        flagged = rc >= 0;
+    }
     if (flagged) {
         const char *note = json_string_value(json_object_get(hook(s, "input_check"), "message"));
         if (note) sbuf_printf(&b, "\n\n%s", note);
