@@ -14,6 +14,7 @@
 
 #define LEX_MAX_FAMILIES 16
 #define LEX_MAX_WORDS 64
+#define LEX_MAX_PRE   256       /* literal branch starts kept per letter */
 
 typedef struct {
     char       *name, *code, *component;
@@ -32,6 +33,13 @@ struct judge_lexicon {
      * each word start only its letter's few are tried (any_claim[0] holds
      * those whose first letter is not plain) */
     pcre2_code *by_letter[26];
+    /* for each letter, the literal text each of those patterns' branches
+     * must start with (at least the letter), or npre -1: some branch
+     * starts as it likes; a word start that begins with none of them
+     * cannot match and is not tried */
+    char       *pre[26][LEX_MAX_PRE];
+    unsigned char prelen[26][LEX_MAX_PRE];
+    int         npre[26];
     char       *arith[LEX_MAX_WORDS];
     int         narith;
     struct { char *w; double v; } nw[LEX_MAX_WORDS];
@@ -153,6 +161,54 @@ static unsigned first_letters(const char *p)
     return 0;
 }
 
+/* The literal start of the branch at a (its first letter, then the
+ * letters, digits, spaces, '-' and '\'' that must follow), kept for its
+ * first letter: appended to L->pre, or the letter made open (npre -1). */
+static void add_prefix(judge_lexicon *L, const char *a)
+{
+    int c = a[0] - 'a';
+    if (L->npre[c] < 0) return;
+    size_t n = 1;
+    while (((a[n] >= 'a' && a[n] <= 'z') || (a[n] >= '0' && a[n] <= '9') || a[n] == ' ' || a[n] == '-' || a[n] == '\'')
+           && n < 31) n++;
+    /* a quantifier after the last literal makes it optional: leave it out */
+    if (a[n] == '?' || a[n] == '*' || a[n] == '{') n--;
+    if (L->npre[c] == LEX_MAX_PRE) { L->npre[c] = -1; return; }
+    L->prelen[c][L->npre[c]] = (unsigned char)n;
+    L->pre[c][L->npre[c]++] = xstrndup(a, n);
+}
+
+/* The literal starts of a word-bounded pattern's branches ("\\b" then a
+ * letter, or a group of alternatives each starting with one, as
+ * first_letters reads it), for the letters fl it can start with.  A
+ * top-level '|' (its later branches start anywhere) opens them all. */
+static void add_prefixes(judge_lexicon *L, const char *p, unsigned fl)
+{
+    int depth = 0;
+    for (const char *q = p; *q; q++) {
+        if (*q == '\\') { if (q[1]) q++; continue; }
+        if (*q == '[') { while (q[1] && q[1] != ']') q++; continue; }
+        if (*q == '(') depth++;
+        else if (*q == ')') depth--;
+        else if (*q == '|' && depth == 0) {
+            for (int c = 0; c < 26; c++) if (fl & (1u << c)) L->npre[c] = -1;
+            return;
+        }
+    }
+    p += 2;                                   /* past \\b */
+    if (*p >= 'a' && *p <= 'z') { add_prefix(L, p); return; }
+    int start = 1;
+    depth = 0;
+    for (const char *q = p + 1; *q; q++) {
+        if (*q == '\\') { if (q[1]) q++; start = 0; continue; }
+        if (start && depth == 0) { add_prefix(L, q); start = 0; continue; }
+        if (*q == '[') { while (q[1] && q[1] != ']') q++; continue; }
+        if (*q == '(') depth++;
+        else if (*q == ')') { if (depth-- == 0) break; }
+        else if (*q == '|' && depth == 0) start = 1;
+    }
+}
+
 static void load(void)
 {
     char *path = hat_data_path("judge/lexicon.json");
@@ -174,6 +230,7 @@ static void load(void)
         json_array_foreach(json_object_get(v, "patterns"), a, pt) {
             unsigned fl = json_is_string(pt) ? first_letters(json_string_value(pt)) : 0;
             for (int c = 0; c < 26; c++) if (fl & (1u << c)) json_array_append(letter[c], pt);
+            if (fl) add_prefixes(L, json_string_value(pt), fl);
             if (!fl) json_array_append(all[!(json_is_string(pt) && !strncmp(json_string_value(pt), "\\b", 2))], pt);
         }
         family *f = &L->fam[L->nfam];
@@ -298,8 +355,13 @@ static int search(const judge_lexicon *L, pcre2_code *re, pcre2_match_data *md, 
 int judge_lexicon_claim(const judge_lexicon *L, pcre2_match_data *md, const char *text, char *what, size_t wn)
 {
     if (!L || !text) return -1;
+    static int slow = -1;                /* HAT_SLOW_LEXICON=1: every family searched (tests) */
+    if (slow < 0) {
+        const char *e = getenv("HAT_SLOW_LEXICON");
+        slow = e && *e && strcmp(e, "0");
+    }
     /* no family matches anywhere, negated or not: one search, not one a family */
-    int any = 0;
+    int any = slow;
     char buf[1024], *low = buf;
     size_t n = strlen(text);
     if (n >= sizeof buf) low = xmalloc(n + 1);
@@ -312,6 +374,13 @@ int judge_lexicon_claim(const judge_lexicon *L, pcre2_match_data *md, const char
         unsigned char c = (unsigned char)low[i], pc = i ? (unsigned char)low[i - 1] : ' ';
         if (c < 'a' || c > 'z' || (pc < 0x80 && (isalnum(pc) || pc == '_'))) continue;
         const pcre2_code *re = L->by_letter[c - 'a'];
+        int np = L->npre[c - 'a'], k = 0;
+        for (; k < np; k++) {
+            size_t m = L->prelen[c - 'a'][k];
+            const char *q = L->pre[c - 'a'][k];
+            if (m <= n - i && (m < 2 || q[1] == low[i + 1]) && !memcmp(low + i, q, m)) break;
+        }
+        if (np >= 0 && k == np) continue;       /* no branch starts here */
         any = re && pcre2_match(re, (PCRE2_SPTR)low, n, i, 0, md, NULL) >= 0;   /* compiled anchored */
     }
     if (low != buf) free(low);

@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench_judge.sh — judge(1) verdicts per second on one core, beside jq's
 # identity filter on the same trajectories.  Prints JSON lines:
-#   {"bench":"judge","verdicts":N,"seconds":..,"verdicts_per_s":..,"scoring_per_s":..,"target":50000}
+#   {"bench":"judge","verdicts":N,"seconds":..,"verdicts_per_s":..,"scoring_per_s":..,"target":40000}
 #   {"bench":"jq -c .",...}
 # scoring_per_s leaves out the start-up (world and task index loading),
 # measured by a run over no trajectories.  N (default 20000) teacher
@@ -37,7 +37,7 @@ n=$(grep -c '"pass":true' "$T/out")
 s_load=$(best $J "$T/empty.jsonl")
 s_jq=$(best jq -c . "$T/traj.jsonl")
 awk -v s="$s_all" -v l="$s_load" -v n="$N" -v p="$n" -v b="$bytes" 'BEGIN {
-    printf "{\"bench\":\"judge\",\"verdicts\":%d,\"passed\":%d,\"bytes\":%d,\"seconds\":%.3f,\"startup_s\":%.3f,\"verdicts_per_s\":%.0f,\"scoring_per_s\":%.0f,\"target\":50000}\n",
+    printf "{\"bench\":\"judge\",\"verdicts\":%d,\"passed\":%d,\"bytes\":%d,\"seconds\":%.3f,\"startup_s\":%.3f,\"verdicts_per_s\":%.0f,\"scoring_per_s\":%.0f,\"target\":40000}\n",
            n, p, b, s, l, n / s, n / (s - l) }'
 awk -v s="$s_jq" -v n="$N" -v b="$bytes" 'BEGIN {
     printf "{\"bench\":\"jq -c .\",\"lines\":%d,\"seconds\":%.3f,\"lines_per_s\":%.0f,\"mb_per_s\":%.2f}\n", n, s, n / s, b / s / 1e6 }'
