@@ -41,7 +41,7 @@ both "teacher replies" $W "$T/traj.jsonl"
 for p in dev heldout heldout2; do
     both "human set $p" --world "$H/world.json" --tasks "$H/$p.tasks.jsonl" --harness "$H/harness.json" "$H/$p.traj.jsonl"
 done
-for k in 3 4 5; do
+for k in 3 4 5 6; do
     both "human set heldout$k" --world "$H/world$k.json" --tasks "$H/heldout$k.tasks.jsonl" --harness "$H/harness.json" \
         "$H/heldout$k.traj.jsonl"
 done
