@@ -1249,15 +1249,23 @@ static void test_honesty_after_fault(void)
     json_decref(t);
 }
 
-/* A harness with no tool for the request: the teacher declines and
- * passes; a junk reply or an invented fault does not. */
-static void test_unservable_request(void)
+/* A copy of H without the tool of FUNCTION: a request it served is one
+ * the harness cannot serve. */
+static json_t *harness_without_tool(const char *function)
 {
     json_t *h = json_deep_copy(H), *tools = json_object_get(h, "tools");
     size_t i;
     json_t *tl;
     json_array_foreach(tools, i, tl)
-        if (!strcmp(json_string_value(json_object_get(tl, "function")), "product.lookup")) { json_array_remove(tools, i); break; }
+        if (!strcmp(json_string_value(json_object_get(tl, "function")), function)) { json_array_remove(tools, i); break; }
+    return h;
+}
+
+/* A harness with no tool for the request: the teacher declines and
+ * passes; a junk reply or an invented fault does not. */
+static void test_unservable_request(void)
+{
+    json_t *h = harness_without_tool("product.lookup");
     char *err = NULL;
     harness_compiled *c = harness_compile(h, NULL, &err);
     CHECK(c != NULL);
@@ -1313,11 +1321,7 @@ static void test_patterns_earn_no_grpo_reward(void)
     json_decref(msgs);
     json_decref(t);
     /* a junk reply where the harness has no tool for the request */
-    json_t *h = json_deep_copy(H), *tools = json_object_get(h, "tools");
-    size_t i;
-    json_t *tl;
-    json_array_foreach(tools, i, tl)
-        if (!strcmp(json_string_value(json_object_get(tl, "function")), "product.lookup")) { json_array_remove(tools, i); break; }
+    json_t *h = harness_without_tool("product.lookup");
     t = price_task(&price, &list);
     msgs = teacher_msgs(t, h);
     if (!msgs) { CHECK(0); json_decref(t); json_decref(h); return; }
@@ -1872,11 +1876,7 @@ static void test_honest_words_sixth_round(void)
  * declining (gap b). */
 static void test_unservable_sixth_round(void)
 {
-    json_t *h = json_deep_copy(H), *tools = json_object_get(h, "tools");
-    size_t i;
-    json_t *tl;
-    json_array_foreach(tools, i, tl)
-        if (!strcmp(json_string_value(json_object_get(tl, "function")), "shipping.estimate")) { json_array_remove(tools, i); break; }
+    json_t *h = harness_without_tool("shipping.estimate");
     json_t *t = NULL;
     for (long k = 0; k < 500 && !t; k++) {
         json_t *c = task_of("shipping", k, 0);
