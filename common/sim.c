@@ -281,19 +281,9 @@ static json_t *fault_record(const sim *s, const json_t *call, const json_t *type
     size_t j;
     json_t *t;
     json_array_foreach(s->retry_on, j, t) retryable |= typestr && json_is_string(t) && !strcmp(json_string_value(t), typestr);
-    /* json_pack("{s:O,s:O,s:O,s:b,s:b,s:i,s:i}", ...) without parsing
-     * its format once a fault: the same object, and NULL where it gives
-     * NULL (a missing value) */
-    if (!call || !type || !times) return NULL;
-    json_t *f = json_object();
-    json_object_set_nocheck(f, "call", (json_t *)call);
-    json_object_set_nocheck(f, "type", (json_t *)type);
-    json_object_set_nocheck(f, "times", (json_t *)times);
-    json_object_set_new_nocheck(f, "retryable", json_boolean(retryable));
-    json_object_set_new_nocheck(f, "recoverable", json_boolean(fault_recoverable(s->h, typestr, ntimes)));
-    json_object_set_new_nocheck(f, "attempts", json_integer(0));
-    json_object_set_new_nocheck(f, "failed", json_integer(0));
-    return f;
+    return json_pack("{s:O,s:O,s:O,s:b,s:b,s:i,s:i}", "call", call, "type", type, "times", times,
+                     "retryable", retryable, "recoverable", fault_recoverable(s->h, typestr, ntimes),
+                     "attempts", 0, "failed", 0);
 }
 
 /* A new record for task t, its "task_id" id (a new reference; NULL for
