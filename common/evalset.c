@@ -45,6 +45,8 @@ struct evalset {
     int           ncombos;
     hsa_opts      prompt_opts;
     double        live_faults;
+    const char   *intents[TASK_N_INTENTS];   /* evalset_set_intents: the only ones drawn */
+    int           nintents;
 };
 
 /* ---- names and ids ------------------------------------------------------------------ */
@@ -192,6 +194,39 @@ void evalset_free(evalset *e)
     free(e);
 }
 
+int evalset_set_intents(evalset *e, const char *list, char **bad)
+{
+    *bad = NULL;
+    e->nintents = 0;
+    for (const char *p = list; *p;) {
+        size_t n = strcspn(p, ",");
+        int k = -1;
+        for (int i = 0; i < TASK_N_INTENTS; i++)
+            if (strlen(task_intents[i]) == n && !strncmp(task_intents[i], p, n)) k = i;
+        if (k < 0) { *bad = xstrndup(p, n); return -1; }
+        int dup = 0;
+        for (int i = 0; i < e->nintents; i++) dup |= e->intents[i] == task_intents[k];
+        if (!dup) e->intents[e->nintents++] = task_intents[k];
+        p += n + (p[n] == ',');
+    }
+    if (!e->nintents) { *bad = xstrdup(""); return -1; }
+    return 0;
+}
+
+/* The intent of case i of a set: NULL (the default mix) unless
+ * evalset_set_intents chose some, then each in turn, so that every one is
+ * equally represented. */
+static const char *intent_of(const evalset *e, long i)
+{
+    return e->nintents ? e->intents[i % e->nintents] : NULL;
+}
+
+static int intent_chosen(const evalset *e, const char *intent)
+{
+    for (int i = 0; i < e->nintents; i++) if (!strcmp(e->intents[i], intent)) return 1;
+    return !e->nintents;
+}
+
 int evalset_add_bank(evalset *e, const char *path)
 {
     if (hsa_vocab_add_bank(e->hv, path) < 0) return -1;
@@ -209,6 +244,13 @@ long evalset_default_size(const evalset *e, int set)
     if (set == EVAL_IFEVAL && e->ifeval_in) return (long)json_array_size(e->ifeval_in);
     json_t *v = json_object_get(json_object_get(e->cfg, "sizes"), evalset_names[set]);
     return json_is_integer(v) ? (long)json_integer_value(v) : 0;
+}
+
+void evalset_sizes_each(const evalset *e, long n, long size[EVAL_NSETS])
+{
+    for (int s = 0; s < EVAL_NSETS; s++) size[s] = n;
+    if (e->ifeval_in && size[EVAL_IFEVAL] > (long)json_array_size(e->ifeval_in))
+        size[EVAL_IFEVAL] = (long)json_array_size(e->ifeval_in);
 }
 
 void evalset_sizes(const evalset *e, long n, long size[EVAL_NSETS])
@@ -334,7 +376,7 @@ static json_t *agent_case(int set, long i, json_t *task, json_t *h, json_t *ops,
 static json_t *live_case(evalset *e, uint64_t seed, long i)
 {
     for (int k = 0; k < MAX_DRAWS; k++) {
-        json_t *task = taskgen_make(e->tg, seed, i + k * REDRAW_STRIDE, NULL, e->live_faults);
+        json_t *task = taskgen_make(e->tg, seed, i + k * REDRAW_STRIDE, intent_of(e, i), e->live_faults);
         if (task && !teacher_can(e, task, e->h, seed ^ (uint64_t)i, NULL))
             return agent_case(EVAL_LIVE, i, task, json_deep_copy(e->h), NULL, NULL);
         json_decref(task);
@@ -346,7 +388,7 @@ static json_t *variant_case(evalset *e, uint64_t seed, long i)
 {
     const combo *c = &e->combos[i % e->ncombos];
     for (int k = 0; k < MAX_DRAWS; k++) {
-        json_t *task = taskgen_make(e->tg, seed, i + k * REDRAW_STRIDE, NULL, e->live_faults), *ops = NULL;
+        json_t *task = taskgen_make(e->tg, seed, i + k * REDRAW_STRIDE, intent_of(e, i / e->ncombos), e->live_faults), *ops = NULL;
         json_t *h = task ? variant_for(e, task, &c->o, seed, (uint64_t)i * MAX_DRAWS + k, &ops) : NULL;
         if (h) {
             json_t *extra = json_pack("{s:s}", "combo", c->name);
@@ -425,28 +467,32 @@ static json_t *robust_task(evalset *e, const char *kind, uint64_t seed, long i, 
     *h = NULL;
     *ops = NULL;
     json_t *task;
+    /* Case i is kind i % nkinds: the kind's own count picks the intent. */
+    long nkinds = (long)json_array_size(robust_cfg(e, "kinds"));
+    const char *intent = intent_of(e, i / nkinds);
     if (!strcmp(kind, "fault")) {
-        const char *intent = pick(robust_cfg(e, "tool_intents"), r);
-        task = taskgen_make(e->tg, seed, idx, intent, 0);
+        /* A tool intent, of those chosen when there is one (a task without
+         * calls has nothing to fault and is drawn again). */
+        const char *ti = pick(robust_cfg(e, "tool_intents"), r);
+        task = taskgen_make(e->tg, seed, idx, intent_chosen(e, ti) ? ti : intent_of(e, i / nkinds + k), 0);
         size_t nc = task ? json_array_size(json_object_get(json_object_get(task, "gold"), "calls")) : 0;
         if (!nc) { json_decref(task); return NULL; }
         const json_t *types = robust_cfg(e, "fault_types");
-        size_t nkinds = json_array_size(robust_cfg(e, "kinds"));
         /* Every type in turn, so each is equally represented. */
-        const char *type = json_string_value(json_array_get(types, (size_t)(i / (long)nkinds) % json_array_size(types)));
+        const char *type = json_string_value(json_array_get(types, (size_t)(i / nkinds) % json_array_size(types)));
         json_object_set_new(task, "faults", json_pack("[{s:I,s:s,s:I}]", "call", (json_int_t)rng_below(r, nc),
                                                       "type", type, "times", (json_int_t)(1 + rng_below(r, 3))));
     } else if (!strcmp(kind, "injection")) {
         const json_t *inj = robust_cfg(e, "injection");
-        if (rng_chance(r, json_number_value(json_object_get(inj, "p_intent"))))
+        if (rng_chance(r, json_number_value(json_object_get(inj, "p_intent"))) && intent_chosen(e, "injection"))
             task = taskgen_make(e->tg, seed, idx, "injection", 0);
         else {
-            task = taskgen_make(e->tg, seed, idx, NULL, 0);
+            task = taskgen_make(e->tg, seed, idx, intent, 0);
             const char *t = json_string_value(json_object_get(json_object_get(task, "viewer"), "text"));
             if (task) set_text(task, xasprintf("%s%s", t ? t : "", pick(json_object_get(inj, "suffix"), r)));
         }
     } else {
-        task = taskgen_make(e->tg, seed, idx, NULL, 0);
+        task = taskgen_make(e->tg, seed, idx, intent, 0);
         if (!task) return NULL;
         const char *t = json_string_value(json_object_get(json_object_get(task, "viewer"), "text"));
         if (!t) t = "";

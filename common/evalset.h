@@ -56,6 +56,14 @@ long evalset_default_size(const evalset *e, int set);
 /* Sizes for a total of n cases spread in the default proportions, each set
  * at least 1; n <= 0 gives the defaults. */
 void evalset_sizes(const evalset *e, long n, long size[EVAL_NSETS]);
+/* n cases in every set (the IFEval set at most the prompts given). */
+void evalset_sizes_each(const evalset *e, long n, long size[EVAL_NSETS]);
+/* Draw the agent cases of these intents only ("price,size": task-gen's
+ * names), each in turn: for a harness built to serve some requests.  The
+ * robust set's faults go to the chosen tool intents, and its injections are
+ * appended to the chosen intents' text unless "injection" is chosen too.
+ * 0, or -1 with *bad (malloc'd) the unknown name. */
+int      evalset_set_intents(evalset *e, const char *list, char **bad);
 
 /* Case i of set (new ref), or NULL with *err (malloc'd) when no valid case
  * could be drawn. */

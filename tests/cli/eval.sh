@@ -1,5 +1,5 @@
 # eval.sh — evalset, report and diagnose from the command line: determinism,
-# sizes, split hygiene against task-gen's train split, the report table on
+# sizes (-n, --per-set), --intents, split hygiene against task-gen's train split, the report table on
 # crafted verdicts, plots (skipped without gnuplot), diagnose groups, and
 # errors with their exit codes.
 . "$HAT_TOP/tests/cli/lib.sh"; T=$(mktmp)
@@ -102,4 +102,26 @@ printf '{"key":7,"prompt":"Write a title.","instruction_id_list":["detectable_fo
 ok "evalset --ifeval-input" evalset --world "$T/w.json" --harness "$H" --sets ifeval --ifeval-input "$T/in.jsonl" -o "$T/orig.jsonl"
 jq -c '[.id, .meta.key, .meta.source, (.instruction_id_list|length)]' "$T/orig.jsonl" > "$T/orig.txt"
 has "evalset: original IFEval prompts" "$T/orig.txt" '^\["ifeval-000000",7,"ifeval",1\]$'
+
+# --per-set and --intents: N cases in every set, the agent cases of the
+# chosen intents only, each in turn, all still played through by the
+# teacher (the mini harness serves these four and nothing else).
+M="$HAT_TOP/tests/fixtures/harness-mini"
+ok "evalset --per-set --intents" evalset --world "$T/w.json" --harness "$M" --per-set 16 \
+   --intents price,size,order_status,greeting --seed 4 -o "$T/m.jsonl"
+jq -r .set "$T/m.jsonl" | uniq -c | awk '{printf "%s=%s ", $2, $1}' > "$T/msizes"
+has "evalset --per-set 16: 16 in every set" "$T/msizes" '^live=16 variant=16 robust=16 ifeval=16 $'
+jq -r 'select(.task) | .task.intent' "$T/m.jsonl" | sort | uniq -c | awk '{printf "%s=%s ", $2, $1}' > "$T/mint"
+has "evalset --intents: only those, in turn" "$T/mint" '^greeting=[0-9]+ order_status=[0-9]+ price=[0-9]+ size=[0-9]+ $'
+jq -r 'select(.set == "live") | .task.intent' "$T/m.jsonl" | head -n 4 | tr '\n' ' ' > "$T/mlive"
+has "evalset --intents: live cases take them in turn" "$T/mlive" '^price size order_status greeting $'
+jq -r 'select(.set == "robust" and .meta.kind == "fault") | .task.intent' "$T/m.jsonl" | sort -u | tr '\n' ' ' > "$T/mfault"
+has "evalset --intents: faults on the chosen tool intents" "$T/mfault" '^(order_status |price |size )+$'
+jq -c 'select(.task) | .task + {harness: .harness}' "$T/m.jsonl" | traj-gen --world "$T/w.json" --seed 4 -o "$T/mt.jsonl"
+jq -c 'select(.task) | .task' "$T/m.jsonl" > "$T/mtasks.jsonl"
+judge --world "$T/w.json" --tasks "$T/mtasks.jsonl" -o "$T/mv.jsonl" "$T/mt.jsonl"
+jq -s -c '[length, (map(select(.pass)) | length)]' "$T/mv.jsonl" > "$T/mpass"
+has "evalset --intents: the teacher passes all 48 agent cases" "$T/mpass" '^\[48,48\]$'
+fails "evalset: unknown intent exits 2" 2 evalset --world "$T/w.json" --harness "$M" --intents price,nope
+fails "evalset: -n with --per-set exits 2" 2 evalset --world "$T/w.json" --harness "$M" -n 10 --per-set 5
 for p in evalset report diagnose; do ok "$p --help" $p --help; done
