@@ -12,7 +12,7 @@ static const char usage[] =
     "usage: model-init (--config CFG.json | --preset NAME) [options] -o OUT.ckpt\n"
     "Write a randomly initialised Qwen3-style model as a checkpoint (man 5 ckpt).\n"
     "  --config FILE      Hugging Face config.json (Qwen3 keys)\n"
-    "  --preset NAME      a named shape from data/model-presets.json (nano, micro, tiny, small)\n"
+    "  --preset NAME      a named shape from data/model-presets.json (nano, micro, mini, tiny, small)\n"
     "  --vocab N          override vocab_size (with --preset and --tokenizer: the\n"
     "                     tokenizer's size)\n"
     "  --mtp N            num_nextn_predict_layers (0 or 1)\n"
