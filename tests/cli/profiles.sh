@@ -1,0 +1,29 @@
+# profiles.sh — examples/Makefile's profiles resolve to the stages their
+# comments promise (make -n: nothing runs): every profile's `results`
+# plans a report; PROFILE=small plans the learnable recipe (induction,
+# look-up with general chats, 300 cases of each set of the mini harness's
+# four intents, nine models, the teacher's rows); PROFILE=micro starts
+# from the committed look-up base unless LOOK= is given; `make results
+# PROFILE=micro` is refused.
+. "$HAT_TOP/tests/cli/lib.sh"; T=$(mktmp)
+E="$HAT_TOP/examples"
+plan() { n=$1; shift; make -s -n -C "$E" OUT="$T/out-$n" "$@" 2>&1; }
+for p in tiny small paper; do
+    plan $p PROFILE=$p results > "$T/$p.plan"
+    has "PROFILE=$p: results plans a report" "$T/$p.plan" '^report --cases .*/cases.jsonl'
+done
+S="$T/small.plan"
+has "small: induction head first" "$S" 'sh tools/induction.sh .*/init.ckpt'
+has "small: look-up with the general chats" "$S" 'STEPS=800 sh tools/lookup.sh .*/ind.ckpt .*/base.ckpt .*/general-base.jsonl'
+has "small: the mini preset" "$S" 'model-init --preset mini '
+has "small: 300 cases a set, the four intents" "$S" 'evalset .*--per-set 300 --intents price,size,order_status,greeting'
+has "small: sessions from 64 worlds" "$S" 'tools/minidata.sh .*/mini 64'
+grep -c '^rollout --ckpt .*--tasks-are-cases --judge' "$S" > "$T/nroll"
+has "small: nine models rolled out" "$T/nroll" '^9$'
+has "small: the teacher's rows" "$S" 'report .*--model teacher=.* --model teacher-fixed='
+has "small: HAT is GRPO on HSA-SFT after OPD" "$S" 'grpo-step .*--init .*/hsa-sft-opd.ckpt --metrics .*/hat.jsonl'
+plan micro PROFILE=micro micro > "$T/micro.plan"
+has "micro: the committed look-up base" "$T/micro.plan" '^cp \.\./tests/fixtures/learn/base\.ckpt .*/micro/look\.ckpt'
+plan micro PROFILE=micro LOOK= micro > "$T/micro2.plan"
+has "micro LOOK=: induction and look-up afresh" "$T/micro2.plan" 'sh tools/lookup.sh .*/micro/base.ckpt .*/micro/look.ckpt'
+fails "micro: results refused" 2 make -s -n -C "$E" OUT="$T/o" PROFILE=micro results
