@@ -1,0 +1,47 @@
+#!/bin/sh
+# nonce-vocab.sh — an HSA vocabulary whose names carry no meaning:
+#
+#   nonce-vocab.sh SEED OUTDIR
+#
+# data/hsa/train with every word bank of names.json (skill heads and
+# tails, their pinyin-like lists, the loader's and the tools' verbs and
+# nouns, the argument heads) replaced by made-up words of 2-3 syllables,
+# drawn from SEED (the same seed, the same bytes; about 25,000 distinct
+# words, far more than a small model can memorise).  Its texts
+# (paraphrases.json, hooks.json, rewrite.json) stay train's.  With the
+# train vocabulary every renamed skill keeps a word of its function
+# ("deal_helper"), so a model can learn which word means which skill
+# instead of reading the harness; under these names the skill list's
+# descriptions and order are all that says which is which (small-notes.md).
+set -eu
+[ $# -eq 2 ] || { echo "usage: nonce-vocab.sh SEED OUTDIR" >&2; exit 2; }
+seed=$1 out=$2
+src=${HAT_DATA:-$(cd "$(dirname "$0")/../.." && pwd)/data}/hsa/train
+mkdir -p "$out"
+for f in paraphrases.json hooks.json rewrite.json; do cp "$src/$f" "$out/$f"; done
+# 64 banks of 400 words each, as one JSON array of arrays.
+awk -v seed="$seed" 'BEGIN {
+    srand(seed); split("b d f g k l m n p r s t v z sh ch", c, " "); split("a e i o u ai ou", v, " ");
+    printf "[";
+    for (b = 0; b < 64; b++) {
+        printf "%s[", b ? "," : "";
+        for (w = 0; w < 400; w++) {
+            n = 2 + int(rand() * 2); s = "";
+            for (k = 0; k < n; k++) s = s c[1 + int(rand() * 16)] v[1 + int(rand() * 7)];
+            printf "%s\"%s\"", w ? "," : "", s;
+        }
+        printf "]";
+    }
+    print "]" }' > "$out/.banks.json"
+jq --slurpfile b "$out/.banks.json" '
+  $b[0] as $w
+  | .skills |= (to_entries | to_entries
+      | map(.key as $i | .value | .value = (.value + {heads: $w[2 * $i], pinyin: $w[2 * $i + 1][0:100]})) | from_entries)
+  | .skill_tails = $w[40] | .skill_tails_pinyin = $w[41][0:100]
+  | .loader = {verbs: $w[42][0:60], nouns: $w[43][0:60]}
+  | .tools |= (to_entries | to_entries
+      | map(.key as $i | .value | .value = (.value + {verbs: $w[44 + $i][0:60], nouns: $w[54 + $i][0:60]})) | from_entries)
+  | .params |= (to_entries | to_entries
+      | map(.key as $i | .value | .value = (.value + {heads: $w[20 + $i][0:60]})) | from_entries)
+' "$src/names.json" > "$out/names.json"
+rm -f "$out/.banks.json"
