@@ -667,6 +667,9 @@ static int scores_plot(const json_t *rep, const char *dir, char **err)
     json_array_foreach(models, i, mv) {
         char *t = gp_quote(json_string_value(mv));
         sbuf_printf(&p, "%s'scores.dat' using %zu:%zu:%zu title %s", i ? ", " : "", 2 + 3 * i, 3 + 3 * i, 4 + 3 * i, t);
+        /* gnuplot cycles 8 colours: the ninth model on is hatched, so no
+         * two bars look alike (the small profile's table has 11 rows). */
+        if (i >= 8) sbuf_printf(&p, " fs pattern %zu border -1", 4 + (i / 8) % 4);
         free(t);
     }
     /* A clustered histogram centres cluster k on x = k, so the set names

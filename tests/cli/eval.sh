@@ -79,6 +79,12 @@ if command -v gnuplot >/dev/null 2>&1; then
   hasnt "plots: no xtic(1)" "$T/plots/scores.gp" 'xtic\('
   hasnt "plots: no one-line long name" "$T/plots/scores.svg" 'Harness-Variant QA'
   has "plots: the names' second lines" "$T/plots/scores.svg" '>Robustness<'
+  hasnt "plots: two models, no hatching" "$T/plots/scores.gp" 'fs pattern'
+  # gnuplot has 8 colours: models 9 to 10 are hatched, not coloured again.
+  ok "report --plots, 10 models" report $(for i in 0 1 2 3 4 5 6 7 8 9; do printf -- '--model m%s=%s ' $i "$T/A.jsonl"; done) \
+     --plots "$T/plots10" -o /dev/null
+  grep -o "title 'm[0-9]'[^,]*" "$T/plots10/scores.gp" | head -n 10 | grep -c 'fs pattern' > "$T/hatched"
+  has "plots: only the ninth and tenth model hatched" "$T/hatched" '^2$'
 else
   echo "# gnuplot not installed: plot checks skipped"
 fi
