@@ -200,13 +200,11 @@ int evalset_set_intents(evalset *e, const char *list, char **bad)
     e->nintents = 0;
     for (const char *p = list; *p;) {
         size_t n = strcspn(p, ",");
-        int k = -1;
-        for (int i = 0; i < TASK_N_INTENTS; i++)
-            if (strlen(task_intents[i]) == n && !strncmp(task_intents[i], p, n)) k = i;
-        if (k < 0) { *bad = xstrndup(p, n); return -1; }
+        const char *name = task_intent_name(p, n);
+        if (!name) { *bad = xstrndup(p, n); return -1; }
         int dup = 0;
-        for (int i = 0; i < e->nintents; i++) dup |= e->intents[i] == task_intents[k];
-        if (!dup) e->intents[e->nintents++] = task_intents[k];
+        for (int i = 0; i < e->nintents; i++) dup |= e->intents[i] == name;
+        if (!dup) e->intents[e->nintents++] = name;
         p += n + (p[n] == ',');
     }
     if (!e->nintents) { *bad = xstrdup(""); return -1; }
@@ -221,6 +219,7 @@ static const char *intent_of(const evalset *e, long i)
     return e->nintents ? e->intents[i % e->nintents] : NULL;
 }
 
+/* Whether intent may be drawn: one of those chosen, or any when none was. */
 static int intent_chosen(const evalset *e, const char *intent)
 {
     for (int i = 0; i < e->nintents; i++) if (!strcmp(e->intents[i], intent)) return 1;

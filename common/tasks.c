@@ -28,11 +28,16 @@ struct taskgen {
     size_t       napp;
 };
 
+const char *task_intent_name(const char *s, size_t n)
+{
+    for (int i = 0; s && i < TASK_N_INTENTS; i++)
+        if (strlen(task_intents[i]) == n && !memcmp(task_intents[i], s, n)) return task_intents[i];
+    return NULL;
+}
+
 int task_intent_known(const char *intent)
 {
-    for (int i = 0; intent && i < TASK_N_INTENTS; i++)
-        if (!strcmp(task_intents[i], intent)) return 1;
-    return 0;
+    return intent && task_intent_name(intent, strlen(intent));
 }
 
 static json_t *load_task_bank(const char *split, const char *intent)

@@ -26,6 +26,8 @@ void     taskgen_free(taskgen *g);
 json_t  *taskgen_make(taskgen *g, uint64_t seed, long index, const char *intent, double fault_rate);
 
 int      task_intent_known(const char *intent);
+/* The intent named by the n bytes at s, as task_intents holds it, or NULL. */
+const char *task_intent_name(const char *s, size_t n);
 /* Check the shape of a task line; NULL if fine, else a message (malloc'd)
  * such as "unknown intent 'x'" or "gold.calls[0]: missing function". */
 char    *task_check(const json_t *task);

@@ -6,8 +6,8 @@
 # data/hsa/train with every word bank of names.json (skill heads and
 # tails, their pinyin-like lists, the loader's and the tools' verbs and
 # nouns, the argument heads) replaced by made-up words of 2-3 syllables,
-# drawn from SEED (the same seed, the same bytes; about 25,000 distinct
-# words, far more than a small model can memorise).  Its texts
+# drawn from SEED (the same seed, the same bytes; about 6,000 distinct
+# names, far more than a small model can memorise).  Its texts
 # (paraphrases.json, hooks.json, rewrite.json) stay train's.  With the
 # train vocabulary every renamed skill keeps a word of its function
 # ("deal_helper"), so a model can learn which word means which skill
