@@ -17,6 +17,8 @@ struct copy_gen {
     json_t *brands;      /* every category's brands */
     json_t *adjectives;
     json_t *nouns;
+    json_t *zh_brands;   /* the Chinese brands and item names, for names */
+    json_t *zh_nouns;    /* written as the world writes its Chinese ones */
     json_t *nicks;       /* data/world/nicknames.json */
 };
 
@@ -51,9 +53,18 @@ bad:
 static int check_copy(const json_t *c, char **err)
 {
     static const char *keys[] = { "syllables", "codes", "list_header", "tools", "tool_args",
-                                  "repeat_ask", "repeat_answer" };
+                                  "repeat_ask", "repeat_answer", "tails" };
+    static const char *order_keys[] = { "ids", "ask", "answer", "tools", "tool_args", "statuses" };
     for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
         if (check_strings(c, keys[i], err)) return -1;
+    const json_t *o = json_object_get(c, "orders");
+    for (size_t i = 0; i < sizeof order_keys / sizeof *order_keys; i++)
+        if (!json_is_object(o) || check_strings(o, order_keys[i], err)) {
+            free(*err);
+            *err = xasprintf("copy/copy.json: \"orders\" needs ids, ask, answer, tools, tool_args, statuses"
+                             " (non-empty arrays of strings)");
+            return -1;
+        }
     json_t *attrs = json_object_get(c, "attributes"), *a;
     size_t i;
     if (!json_is_array(attrs) || !json_array_size(attrs)) {
@@ -82,6 +93,8 @@ copy_gen *copy_load(const char *dir, char **err)
     g->brands = json_array();
     g->adjectives = json_array();
     g->nouns = json_array();
+    g->zh_brands = json_array();
+    g->zh_nouns = json_array();
     const char *k;
     json_t *c;
     json_object_foreach(cat, k, c) {
@@ -90,8 +103,12 @@ copy_gen *copy_load(const char *dir, char **err)
         json_array_extend(g->adjectives, json_object_get(c, "adjectives"));
         size_t i;
         json_t *it;
-        json_array_foreach(json_object_get(c, "items"), i, it)
+        json_array_foreach(json_object_get(c, "items"), i, it) {
             if (json_is_string(json_object_get(it, "noun"))) json_array_append(g->nouns, json_object_get(it, "noun"));
+            if (json_is_string(json_object_get(it, "zh"))) json_array_append(g->zh_nouns, json_object_get(it, "zh"));
+        }
+        json_array_foreach(json_object_get(c, "zh_brands"), i, it)
+            if (json_is_string(it)) json_array_append(g->zh_brands, it);
     }
     json_decref(cat);
     cat = NULL;
@@ -119,6 +136,8 @@ void copy_free(copy_gen *g)
     json_decref(g->brands);
     json_decref(g->adjectives);
     json_decref(g->nouns);
+    json_decref(g->zh_brands);
+    json_decref(g->zh_nouns);
     json_decref(g->nicks);
     free(g);
 }
@@ -142,14 +161,24 @@ static void made_up(rng_t *r, const copy_gen *g, sbuf *b, int cap)
     if (cap && b->s[at] >= 'a' && b->s[at] <= 'z') b->s[at] -= 'a' - 'A';
 }
 
-/* Brand (real or made up), maybe an adjective, a noun, maybe a model number. */
+/* Brand (real or made up), maybe an adjective, a noun, maybe a model
+ * number; as often as the world names a product in Chinese (a brand and an
+ * item, no space), that.  Some names say their first word twice ("Honey
+ * Hollow Honey Nut Mix" is a world's name): a copy that only looks at the
+ * last token loops there, so the records must show where such a name goes
+ * on. */
 static char *product_name(rng_t *r, const copy_gen *g)
 {
     sbuf b;
     sbuf_init(&b);
+    if (json_array_size(g->zh_brands) && json_array_size(g->zh_nouns) && rng_chance(r, 0.12)) {
+        sbuf_printf(&b, "%s%s", pick(r, g->zh_brands), pick(r, g->zh_nouns));
+        return sbuf_detach(&b);
+    }
     if (rng_chance(r, 0.5)) made_up(r, g, &b, 1);
     else sbuf_puts(&b, pick(r, g->brands));
     if (rng_chance(r, 0.6)) sbuf_printf(&b, " %s", pick(r, g->adjectives));
+    if (rng_chance(r, 0.15)) sbuf_printf(&b, " %.*s", (int)strcspn(b.s, " "), b.s);
     sbuf_printf(&b, " %s", pick(r, g->nouns));
     if (rng_chance(r, 0.3)) sbuf_printf(&b, " %c%u", 'A' + (int)rng_below(r, 26), (unsigned)(1 + rng_below(r, 99)));
     return sbuf_detach(&b);
@@ -177,6 +206,28 @@ static char *value(rng_t *r, const copy_gen *g, const char *kind)
     if (!strcmp(kind, "count")) return xasprintf("%u", (unsigned)(1 + rng_below(r, 500)));
     if (!strcmp(kind, "days")) return xasprintf("%u", (unsigned)(1 + rng_below(r, 14)));
     return xasprintf("%s%u", pick_key(r, g->copy, "codes"), (unsigned)(10 + rng_below(r, 90)));
+}
+
+/* An id written in one of the order formats: # a digit, @ a capital. */
+static char *order_id(rng_t *r, const json_t *orders)
+{
+    sbuf b;
+    sbuf_init(&b);
+    for (const char *p = pick_key(r, orders, "ids"); *p; p++)
+        sbuf_putc(&b, *p == '#' ? (char)('0' + rng_below(r, 10)) : *p == '@' ? (char)('A' + rng_below(r, 26)) : *p);
+    return sbuf_detach(&b);
+}
+
+/* q, maybe with 1 to 3 tails after it (freed; the result is malloc'd). */
+static char *with_tails(rng_t *r, const copy_gen *g, char *q)
+{
+    if (!rng_chance(r, 0.5)) return q;
+    sbuf b;
+    sbuf_init(&b);
+    sbuf_puts(&b, q);
+    free(q);
+    for (int n = 1 + (int)rng_below(r, 3); n > 0; n--) sbuf_printf(&b, " %s", pick_key(r, g->copy, "tails"));
+    return sbuf_detach(&b);
 }
 
 /* tmpl with {name}, {nick}, {value} replaced. */
@@ -224,9 +275,10 @@ static json_t *msg(const char *role, char *content)
 }
 
 /* A viewer's question about attribute a of p and the answer copying it. */
-static void ask(rng_t *r, const json_t *attr, const product *p, size_t a, char **q, char **ans, const char *nick)
+static void ask(rng_t *r, const copy_gen *g, const json_t *attr, const product *p, size_t a, char **q, char **ans,
+                const char *nick)
 {
-    *q = fill(pick_key(r, attr, "ask"), p->name, nick, p->val[a]);
+    *q = with_tails(r, g, fill(pick_key(r, attr, "ask"), p->name, nick, p->val[a]));
     *ans = fill(pick_key(r, attr, "answer"), p->name, nick, p->val[a]);
 }
 
@@ -251,7 +303,7 @@ static void add_lookup(rng_t *r, const copy_gen *g, json_t *msgs, int turns, siz
     for (int t = 0; t < turns; t++) {
         size_t i = rng_below(r, n), a = rng_below(r, nattr);
         char *nick = nickname(r, g), *q, *ans;
-        ask(r, json_array_get(attrs, a), &list[i], a, &q, &ans, nick);
+        ask(r, g, json_array_get(attrs, a), &list[i], a, &q, &ans, nick);
         if (t == 0) { sbuf_printf(&ctx, "\n%s: %s", nick, q); free(q); q = sbuf_detach(&ctx); }
         else { char *s = xasprintf("%s: %s", nick, q); free(q); q = s; }
         json_array_append_new(msgs, msg("user", q));
@@ -262,21 +314,52 @@ static void add_lookup(rng_t *r, const copy_gen *g, json_t *msgs, int turns, siz
     for (size_t i = 0; i < n; i++) product_clear(&list[i], nattr);
 }
 
+/* One call turn: the viewer's question q (freed), a call of tool with
+ * {arg: val}, the tool's {"ok":true,"data":data} (data's reference taken)
+ * and the answer ans (freed). */
+static void add_call_turn(json_t *msgs, char *q, const char *tool, const char *arg, const char *val,
+                          json_t *data, char *ans)
+{
+    json_array_append_new(msgs, msg("user", q));
+    json_array_append_new(msgs, json_pack("{s:s, s:s, s:[{s:s, s:{s:s, s:{s:s}}}]}", "role", "assistant",
+                                          "content", "", "tool_calls", "type", "function", "function", "name",
+                                          tool, "arguments", arg, val));
+    json_t *res = json_pack("{s:b, s:o}", "ok", 1, "data", data);
+    char *text = json_dumps(res, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
+    json_decref(res);
+    json_array_append_new(msgs, json_pack("{s:s, s:s, s:s}", "role", "tool", "name", tool, "content", text));
+    free(text);
+    json_array_append_new(msgs, msg("assistant", ans));
+}
+
+/* A question about a product (or, in 3 of 10 turns, an order): the call
+ * copies its name (or id) out of the question, the answer copies the
+ * asked field out of the tool's record.  One tool and argument name for
+ * products and one for orders per record. */
 static void add_call(rng_t *r, const copy_gen *g, json_t *msgs, int turns, size_t nattr)
 {
-    json_t *attrs = json_object_get(g->copy, "attributes");
+    json_t *attrs = json_object_get(g->copy, "attributes"), *orders = json_object_get(g->copy, "orders");
     const char *tool = pick_key(r, g->copy, "tools"), *arg = pick_key(r, g->copy, "tool_args");
+    const char *otool = pick_key(r, orders, "tools"), *oarg = pick_key(r, orders, "tool_args");
     for (int t = 0; t < turns; t++) {
+        char *nick = nickname(r, g), *q, *ans;
+        if (rng_chance(r, 0.3)) {
+            char *id = order_id(r, orders);
+            const char *st = pick_key(r, orders, "statuses");
+            q = with_tails(r, g, fill(pick_key(r, orders, "ask"), id, nick, st));
+            ans = fill(pick_key(r, orders, "answer"), id, nick, st);
+            add_call_turn(msgs, xasprintf("%s: %s", nick, q), otool, oarg, id,
+                          json_pack("{s:s, s:s, s:i}", "order_id", id, "status", st, "days",
+                                    (int)(1 + rng_below(r, 14))), ans);
+            free(q);
+            free(id);
+            free(nick);
+            continue;
+        }
         product p;
         product_draw(r, g, &p, nattr);
         size_t a = rng_below(r, nattr);
-        char *nick = nickname(r, g), *q, *ans;
-        ask(r, json_array_get(attrs, a), &p, a, &q, &ans, nick);
-        json_array_append_new(msgs, msg("user", xasprintf("%s: %s", nick, q)));
-        free(q);
-        json_t *call = json_pack("{s:s, s:s, s:[{s:s, s:{s:s, s:{s:s}}}]}", "role", "assistant", "content", "",
-                                 "tool_calls", "type", "function", "function", "name", tool, "arguments", arg, p.name);
-        json_array_append_new(msgs, call);
+        ask(r, g, json_array_get(attrs, a), &p, a, &q, &ans, nick);
         json_t *data = json_pack("{s:s, s:s}", "id", "", "name", p.name);
         char *id = xasprintf("P%03u", (unsigned)rng_below(r, 1000));
         json_object_set_new(data, "id", json_string(id));
@@ -287,12 +370,8 @@ static void add_call(rng_t *r, const copy_gen *g, json_t *msgs, int turns, size_
             json_object_set_new(data, key, strcmp(kind, "code") ? json_real(atof(p.val[k])) : json_string(p.val[k]));
             if (strcmp(kind, "code") && !strchr(p.val[k], '.')) json_object_set_new(data, key, json_integer(atol(p.val[k])));
         }
-        json_t *res = json_pack("{s:b, s:o}", "ok", 1, "data", data);
-        char *text = json_dumps(res, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(12));
-        json_decref(res);
-        json_array_append_new(msgs, json_pack("{s:s, s:s, s:s}", "role", "tool", "name", tool, "content", text));
-        free(text);
-        json_array_append_new(msgs, msg("assistant", ans));
+        add_call_turn(msgs, xasprintf("%s: %s", nick, q), tool, arg, p.name, data, ans);
+        free(q);
         free(nick);
         product_clear(&p, nattr);
     }

@@ -12,9 +12,12 @@
  *           codes, then viewer questions; each answer addresses the viewer
  *           and copies one field of one listed product;
  *   call    a viewer question; the assistant calls a tool with the product
- *           name copied from the question, the tool returns a JSON record,
- *           the answer copies the asked field out of it;
+ *           name (or, three times in ten, the order id) copied from the
+ *           question, the tool returns a JSON record, the answer copies the
+ *           asked field out of it;
  *   repeat  say a list of names, nicknames and values back in order.
+ * Half the questions end in chat filler ("tails"), Chinese and twice-said
+ * names are among the products: a copy must learn where a name stops.
  * Record i depends only on (seed, i). */
 #ifndef HAT_COPYGEN_H
 #define HAT_COPYGEN_H

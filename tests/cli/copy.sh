@@ -37,6 +37,24 @@ jq -r '[.messages[] | select(.role == "assistant") | (.tool_calls // [])[] | .fu
 read rep all < "$T/rep"
 [ "$all" -gt 300 ] && [ $((rep * 20)) -lt "$all" ] && pass "tool arguments rarely repeat" || flunk "tool arguments rarely repeat" "$rep of $all"
 
+# Where a copy must stop.  Questions end in chat filler often enough, and
+# the filler is none of the eval split's phrasing words (else the records
+# would teach the evaluation's surface); call turns about orders copy ids
+# of several formats; some names are Chinese, some say a word twice.
+jq -r '.messages[] | select(.role == "user") | .content' "$T/c.jsonl" > "$T/q"
+jq -r '.tails[]' "$HAT_DATA/copy/copy.json" > "$T/tails"
+n=$(awk 'NR == FNR { t[$0] = 1; next } { if ($NF in t) k++ } END { print k + 0 }' "$T/tails" "$T/q")
+[ "$n" -gt 200 ] && pass "questions end in tails" || flunk "questions end in tails" "$n"
+jq -r '.templates[]' "$HAT_DATA"/tasks/eval/*.json | tr 'A-Z' 'a-z' | tr -c "[:alnum:]'\200-\377" '\n' | sort -u > "$T/evalw"
+sort -u "$T/tails" | comm -12 - "$T/evalw" > "$T/clash"
+[ ! -s "$T/clash" ] && pass "no tail is an eval-split phrasing word" || flunk "no tail is an eval-split phrasing word" "$(cat "$T/clash" | tr '\n' ' ')"
+jq -r '.messages[] | (.tool_calls // [])[] | .function | select(.name | test("order")) | .arguments[]' "$T/c.jsonl" > "$T/ids"
+o=$(wc -l < "$T/ids"); f=$(sed 's/[0-9]/#/g; s/[A-Z]/@/g' "$T/ids" | sort -u | wc -l)
+[ "$o" -gt 100 ] && [ "$f" -ge 5 ] && pass "order calls copy ids of several formats" || flunk "order calls copy ids of several formats" "$o calls, $f formats"
+jq -r '.messages[] | (.tool_calls // [])[] | .function | select(.name | test("order") | not) | .arguments[]' "$T/c.jsonl" > "$T/names"
+z=$(LC_ALL=C.UTF-8 grep -c '^[^ -~]*$' "$T/names"); w=$(awk '{ for (i = 2; i <= NF; i++) if ($i == $1) { k++; break } } END { print k + 0 }' "$T/names")
+[ "$z" -gt 10 ] && [ "$w" -gt 10 ] && pass "Chinese names, names that say a word twice" || flunk "Chinese names, names that say a word twice" "$z Chinese, $w twice of $(wc -l < "$T/names")"
+
 fails "-n -1 is a usage error" 2 copy-gen -n -1
 fails "--turns 0 is a usage error" 2 copy-gen --turns 0
 fails "unknown option" 2 copy-gen --bogus
