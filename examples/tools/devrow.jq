@@ -1,7 +1,10 @@
 # devrow.jq — one model's row on the dev split (examples/Makefile dev-MODEL):
-# [passed, cases] of the live and variant dev rollouts (rollout --judge) and
-# of the IFEval-style dev prompts (ifeval, prompt-level strict).
-#   jq -n -c --arg m NAME --slurpfile l LIVE --slurpfile v VARIANT --slurpfile i IFEVAL -f devrow.jq
+# [passed, cases] of the dev rollouts (rollout --judge): live, fresh
+# (live phrased anew), variant (HSA's train vocabulary), unseen (names no
+# model saw), unseen_p1 (every skill so renamed); and of the IFEval-style
+# dev prompts (ifeval, prompt-level strict).
+#   jq -n -c --arg m NAME --slurpfile l LIVE --slurpfile f FRESH --slurpfile v VARIANT \
+#      --slurpfile u UNSEEN --slurpfile u1 UNSEEN_P1 --slurpfile i IFEVAL -f devrow.jq
 def p(a): [(a | map(select(.verdict.pass)) | length), (a | length)];
-{model: $m, live: p($l), variant: p($v),
+{model: $m, live: p($l), fresh: p($f), variant: p($v), unseen: p($u), unseen_p1: p($u1),
  ifeval: [($i | map(select(.strict.follow_all_instructions)) | length), ($i | length)]}

@@ -2,7 +2,8 @@
 # comments promise (make -n: nothing runs): every profile's `results`
 # plans a report; PROFILE=small plans the learnable recipe (induction,
 # look-up with general chats, 300 cases of each set of the mini harness's
-# four intents, nine models, the teacher's rows); PROFILE=micro starts
+# four intents, HSA-SFT on many harnesses named with made-up words, nine
+# models, the teacher's rows); PROFILE=micro starts
 # from the committed look-up base unless LOOK= is given; `make results
 # PROFILE=micro` is refused.
 . "$HAT_TOP/tests/cli/lib.sh"; T=$(mktmp)
@@ -21,6 +22,10 @@ has "small: sessions from 64 worlds" "$S" 'tools/minidata.sh .*/mini 64'
 grep -c '^rollout --ckpt .*--tasks-are-cases --judge' "$S" > "$T/nroll"
 has "small: nine models rolled out" "$T/nroll" '^9$'
 has "small: the teacher's rows" "$S" 'report .*--model teacher=.* --model teacher-fixed='
+has "small: HSA-SFT on 2 x 8 variants of made-up names" "$S" 'hsa-augment -k 8 --seed 12 --p-skill-id 1 --p-tools 1 --vocab .*/nonce-train'
+has "small: HSA-SFT trains on them" "$S" 'sft-step --init .*/base.ckpt --data .*/hsa-nonce8.jsonl'
+grep 'sft-step --init .*/base.ckpt --data .*/hsa.jsonl' "$T/tiny.plan" > "$T/tinyhsa"
+has "tiny: HSA-SFT on hsa.jsonl as before" "$T/tinyhsa" 'hsa.jsonl'
 has "small: HAT is GRPO on HSA-SFT after OPD" "$S" 'grpo-step .*--init .*/hsa-sft-opd.ckpt --metrics .*/hat.jsonl'
 plan micro PROFILE=micro micro > "$T/micro.plan"
 has "micro: the committed look-up base" "$T/micro.plan" '^cp \.\./tests/fixtures/learn/base\.ckpt .*/micro/look\.ckpt'
