@@ -405,7 +405,9 @@ hsa_reader *hsa_reader_open(const char *path)
     hsa_reader *r = xcalloc(1, sizeof *r);
     r->gz = gz;
     r->name = xstrdup(stdio ? "<stdin>" : path);
-    r->cap = 1 << 18;
+    /* reads of at least twice gzbuffer's size go straight into buf, not
+     * through zlib's buffer, when the input is not compressed */
+    r->cap = 1 << 20;
     r->buf = xmalloc(r->cap);
     sbuf_init(&r->join);
     r->memo = harness_memo_new();
