@@ -393,7 +393,11 @@ static char unit_after(const char *p)
         { "cm", 'c' }, { "ml", 'l' }, { "left", 's' }, { "in stock", 's' }, { "units", 's' }, { "pieces", 's' },
         { "%", '%' },
     };
+    /* the words are lower case (or '%'): only those that start with p's
+     * letter can match */
+    int c0 = tolower((unsigned char)*p);
     for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+        if (units[i].w[0] != c0) continue;
         size_t n = strlen(units[i].w);
         if (!strncasecmp(p, units[i].w, n) && (units[i].w[n - 1] == '%' || !isalpha((unsigned char)p[n]) || p[n] == 's'))
             return units[i].u;
@@ -566,7 +570,9 @@ static int has_fact_number(const rnum *v, int n, double x, char unit)
 static char key_unit(const char *k, size_t n)
 {
     char key[48];
-    snprintf(key, sizeof key, "%.*s", (int)(n < 47 ? n : 47), k);
+    size_t m = n < 47 ? n : 47;              /* snprintf's "%.*s", without its cost */
+    memcpy(key, k, m);
+    key[m] = 0;
     n = strlen(key);
     if (strstr(key, "days")) return 'd';
     if (strstr(key, "months")) return 'm';
