@@ -909,6 +909,14 @@ static char *token_form(const char *s)
     *o++ = ' ';
     for (const char *p = s; *p; p++) {
         unsigned char c = (unsigned char)*p;
+        if (c < 0x80) {                    /* most bytes: none of the forms below starts so */
+            if (isalnum(c)) *o++ = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
+            else if (c == '\'' && isalpha((unsigned char)o[-1]) && isalpha((unsigned char)p[1])) {
+                /* "today's", "it's", "I'm" stay one word each: their s or m
+                 * is not a size S or M */
+            } else if (o[-1] != ' ') *o++ = ' ';
+            continue;
+        }
         /* a temperature is one form: "40°C", "40 ℃", "40 degrees" */
         size_t deg = !strncmp(p, "\xc2\xb0", 2) ? 2 : !strncmp(p, "\xe2\x84\x83", 3) ? 3 : 0;
         if (deg) {
@@ -944,11 +952,7 @@ static char *token_form(const char *s)
                 continue;
             }
             *o++ = (char)c;
-        } else if (isalnum(c)) *o++ = (char)(c >= 'A' && c <= 'Z' ? c + 32 : c);
-        else if (c == '\'' && isalpha((unsigned char)o[-1]) && isalpha((unsigned char)p[1])) {
-            /* "today's", "it's", "I'm" stay one word each: their s or m
-             * is not a size S or M */
-        } else if (o[-1] != ' ') *o++ = ' ';
+        }
     }
     if (o[-1] != ' ') *o++ = ' ';
     *o = 0;
