@@ -148,10 +148,13 @@ static int score_files(opts *o, int nfiles, char **files, on_verdict cb, void *a
     for (int fi = 0; fi < (nfiles ? nfiles : 1) && !rc; fi++) {
         hsa_reader *r = hsa_reader_open(nfiles ? files[fi] : "-");
         if (!r) return -1;
-        /* Repeated harnesses and messages are parsed once (harness_memo.h);
+        /* Repeated harnesses, messages and "meta" objects (a few hundred
+         * distinct ones in a file of teacher trajectories, and a third of
+         * what is parsed around the rest) are parsed once (harness_memo.h);
          * the judge only reads them. */
         harness_memo *memo = harness_memo_new();
         harness_memo_share_messages(memo, 1);
+        harness_memo_share_key(memo, "meta");
         const char *line;
         size_t len;
         long ln;

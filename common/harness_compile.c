@@ -42,8 +42,10 @@ void harness_measure_text(const char *text, harness_measure *m)
     utf8proc_int32_t prev = 0, state = 0, c;
     cluster k = { 0 };
     int open = 0;                      /* a cluster has begun */
+    int clean = 1;                     /* k is all zero: no emoji, nothing to clear */
     while (*p) {
-        utf8proc_ssize_t n = utf8proc_iterate(p, -1, &c);
+        /* ASCII, most of a reply, decoded here: what utf8proc_iterate gives */
+        utf8proc_ssize_t n = *p < 0x80 ? (c = *p, 1) : utf8proc_iterate(p, -1, &c);
         if (n <= 0) {
             /* An invalid byte: one character (shown as U+FFFD) that ends
              * the cluster before it and is no emoji. */
@@ -52,6 +54,7 @@ void harness_measure_text(const char *text, harness_measure *m)
             p++;
             if (open && cluster_is_emoji(&k)) m->emoji++;
             memset(&k, 0, sizeof k);
+            clean = 1;
             open = 0;
             state = 0;
             continue;
@@ -61,9 +64,10 @@ void harness_measure_text(const char *text, harness_measure *m)
         if (c < 0x80) {
             /* ASCII extends no cluster (but LF after CR): it ends the one
              * before and starts its own, which holds no pictograph */
-            if (open && !(prev == '\r' && c == '\n')) {
+            if (open && !(prev == '\r' && c == '\n') && !clean) {
                 if (cluster_is_emoji(&k)) m->emoji++;
                 memset(&k, 0, sizeof k);
+                clean = 1;
             }
             state = 0;
             open = 1;
@@ -75,6 +79,7 @@ void harness_measure_text(const char *text, harness_measure *m)
             memset(&k, 0, sizeof k);
         }
         cluster_add(&k, c);
+        clean = 0;
         open = 1;
         prev = c;
     }

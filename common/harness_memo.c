@@ -246,9 +246,25 @@ static void drop_spans(harness_memo *m, size_t from)
     while (m->nsp > from) json_decref(m->sp[--m->nsp].v);
 }
 
-/* Offset of the value of the first "KEY" key if it starts with '{' or
- * '[', else len. */
-static size_t value_at(const char *line, size_t len, const char *key)
+/* The last occurrence of needle (m > 1 bytes) in h[0, n), found from
+ * its second byte back: a key's opening quote is in every few bytes of
+ * JSON, its first letter much more rarely. */
+static const char *find_last(const char *h, size_t n, const char *needle, size_t m)
+{
+    if (n < m) return NULL;
+    for (size_t lim = n - m + 2; lim > 1;) {
+        const char *p = memrchr(h + 1, needle[1], lim - 1);
+        if (!p) return NULL;
+        if (!memcmp(p - 1, needle, m)) return p - 1;
+        lim = (size_t)(p - h);
+    }
+    return NULL;
+}
+
+/* Offset of the value of the first "KEY" key (the last, when last) if it
+ * starts with '{' or '[', else len.  Which one is taken is only a guess:
+ * the parse around the spans checks where each landed. */
+static size_t value_at(const char *line, size_t len, const char *key, int last)
 {
     char q[64];
     size_t kn = strlen(key) + 2;
@@ -256,7 +272,7 @@ static size_t value_at(const char *line, size_t len, const char *key)
     q[0] = '"';
     memcpy(q + 1, key, kn - 2);
     q[kn - 1] = '"';
-    const char *p = find(line, len, q, kn);
+    const char *p = last ? find_last(line, len, q, kn) : find(line, len, q, kn);
     if (!p) return len;
     size_t a = (size_t)(p - line) + kn;
     while (a < len && json_space(line[a])) a++;
@@ -374,7 +390,10 @@ static void message_spans(harness_memo *m, const char *line, size_t len, size_t 
  * of another at the same place, so the first found is the one. */
 static void key_span(harness_memo *m, const char *line, size_t len, size_t flags, const char *key)
 {
-    size_t a = value_at(line, len, key);
+    /* from the end: a shared key follows the harness and the messages in
+     * the lines that use one (traj.jsonl's "meta"), and a search from the
+     * start would stop at every quote of the harness */
+    size_t a = value_at(line, len, key, 1);
     if (a >= len) return;
     char close = line[a] == '{' ? '}' : ']';
     size_t lim = len - a < HM_MSG_MAX ? len : a + HM_MSG_MAX, done = 0;
@@ -467,7 +486,7 @@ json_t *harness_memo_parse(harness_memo *m, const char *line, size_t len, size_t
         m->flags = flags;
     }
     m->nsp = 0;
-    size_t a = value_at(line, len, hkey), b = a;
+    size_t a = value_at(line, len, hkey, 0), b = a;
     int hit = 0, fresh = 0;
     if (a < len && line[a] == '{') {
         if (m->h && len - a >= m->rawlen && !memcmp(line + a, m->raw, m->rawlen)) {

@@ -52,7 +52,9 @@ void          harness_memo_free(harness_memo *m);
  * object, kept in a bounded cache; placed and checked like the harness. */
 void          harness_memo_share_messages(harness_memo *m, int on);
 /* Share the repeated values (objects or arrays) of top-level key too
- * (tasks.jsonl: "gold", "context"), in the same cache; at most 4 keys. */
+ * (traj.jsonl's "meta"), in the same cache; at most 4 keys.  The key is
+ * looked for from the end of the line (where such a key follows the
+ * harness and the messages) and checked like the others. */
 void          harness_memo_share_key(harness_memo *m, const char *key);
 
 /* json_loadb(line, len, flags, e), sharing a top-level "harness" object

@@ -258,7 +258,22 @@ static int fast_ascii(const char *s, size_t n)
         memcpy(&w, s + i, 8);
         acc |= w;
     }
-    for (; i < n; i++) acc |= (unsigned char)s[i];
+    /* the rest (most keys and strings are shorter than 8 bytes) in two
+     * loads that may overlap, not a loop over its bytes */
+    size_t r = n - i;
+    if (r >= 4) {
+        uint32_t a, b;
+        memcpy(&a, s + i, 4);
+        memcpy(&b, s + n - 4, 4);
+        acc |= a | b;
+    } else if (r >= 2) {
+        uint16_t a, b;
+        memcpy(&a, s + i, 2);
+        memcpy(&b, s + n - 2, 2);
+        acc |= a | b;
+    } else if (r == 1) {
+        acc |= (unsigned char)s[i];
+    }
     return !(acc & 0x8080808080808080ULL);
 }
 

@@ -44,6 +44,7 @@ struct judge_lexicon {
     int         narith;
     struct { char *w; double v; } nw[LEX_MAX_WORDS];
     int         nnw;
+    unsigned char nw_first[256];   /* some number word starts with this byte */
     char       *unit[LEX_MAX_WORDS];
     int         nunit;
     struct { char *facts[8]; int nfacts; pcre2_code *re; } topic[LEX_MAX_FAMILIES];
@@ -288,6 +289,7 @@ static void load(void)
     json_object_foreach(json_object_get(d, "number_words"), k, v) {
         if (L->nnw == LEX_MAX_WORDS || !json_is_number(v)) continue;
         L->nw[L->nnw].w = xstrdup(k);
+        L->nw_first[(unsigned char)k[0]] = 1;
         L->nw[L->nnw++].v = json_number_value(v);
     }
     json_decref(d);
@@ -467,6 +469,7 @@ int judge_lexicon_number_word(const judge_lexicon *L, const char *p, double *v, 
     if (!L) return 0;
     size_t best = 0;
     int c0 = tolower((unsigned char)*p);
+    if (!L->nw_first[(unsigned char)c0]) return 0;   /* called at every word of a reply */
     for (int k = 0; k < L->nnw; k++) {
         if (L->nw[k].w[0] != c0) continue;     /* most words of a reply start otherwise */
         size_t n;

@@ -974,6 +974,7 @@ static double number_at(const char *p, int reply, const char **end)
     char buf[64];
     size_t n = 0;
     const char *q = p;
+    int frac = 0;
     while (isdigit((unsigned char)*q) && n < 40) buf[n++] = *q++;
     while (reply && q[0] == ',' && isdigit((unsigned char)q[1]) && isdigit((unsigned char)q[2])
            && isdigit((unsigned char)q[3]) && !isdigit((unsigned char)q[4]) && n < 40) {
@@ -982,12 +983,20 @@ static double number_at(const char *p, int reply, const char **end)
         q += 4;
     }
     if (q[0] == '.' && isdigit((unsigned char)q[1])) {
+        frac = 1;
         buf[n++] = *q++;
         while (isdigit((unsigned char)*q) && n < 60) buf[n++] = *q++;
     }
     buf[n] = 0;
     while (isdigit((unsigned char)*q) || (*q == '.' && isdigit((unsigned char)q[1]))) q++;
     *end = q;
+    /* Up to 15 digits an integer is exact in a double: the sum is what
+     * strtod gives, without its ~400 instructions a number. */
+    if (!frac && n <= 15) {
+        double v = 0;
+        for (size_t i = 0; i < n; i++) v = v * 10 + (buf[i] - '0');
+        return v;
+    }
     return strtod(buf, NULL);
 }
 

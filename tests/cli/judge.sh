@@ -18,6 +18,20 @@ has "verdict shape" "$T/v.jsonl" '^\{"id":"[^"]+","task_id":"[^"]+","intent":"[a
 $J <"$T/traj.jsonl" >"$T/v2.jsonl"
 same "stdin and -o give the same bytes" "$T/v.jsonl" "$T/v2.jsonl"
 
+# The line reader splits big blocks (hsa_reader): CRLF, blank and white
+# space lines, no newline after the last line, gzip; a NUL byte is a bad
+# line at its own number.
+head -n 30 "$T/traj.jsonl" | awk '{ printf "  %s \r\n\n\t \n", $0 }' | head -c -5 >"$T/odd.jsonl"
+head -n 30 "$T/v.jsonl" >"$T/odd.want"
+$J "$T/odd.jsonl" >"$T/odd.v.jsonl"
+same "CRLF, blank lines, white space, no last newline" "$T/odd.want" "$T/odd.v.jsonl"
+gzip -c "$T/traj.jsonl" >"$T/traj.jsonl.gz"
+$J "$T/traj.jsonl.gz" >"$T/vgz.jsonl"
+same "gzip input gives the same bytes" "$T/v.jsonl" "$T/vgz.jsonl"
+{ head -n 1 "$T/traj.jsonl"; printf '{"id":\000}\n'; sed -n 3p "$T/traj.jsonl"; } >"$T/nul.jsonl"
+fails "a NUL byte is a bad line" 1 $J "$T/nul.jsonl"
+has "the NUL line's number" "$T/.err" 'nul.jsonl:2: invalid JSON'
+
 # Tasks inline instead of --tasks.
 jq -c --slurpfile t "$T/tasks.jsonl" '($t | map({(.id): .}) | add) as $by | . + {task: $by[.task_id]}' \
     "$T/traj.jsonl" >"$T/inline.jsonl"
