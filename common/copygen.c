@@ -314,13 +314,14 @@ static void add_lookup(rng_t *r, const copy_gen *g, json_t *msgs, int turns, siz
     for (size_t i = 0; i < n; i++) product_clear(&list[i], nattr);
 }
 
-/* One call turn: the viewer's question q (freed), a call of tool with
- * {arg: val}, the tool's {"ok":true,"data":data} (data's reference taken)
- * and the answer ans (freed). */
-static void add_call_turn(json_t *msgs, char *q, const char *tool, const char *arg, const char *val,
-                          json_t *data, char *ans)
+/* One call turn: nick's question q, a call of tool with {arg: val}, the
+ * tool's {"ok":true,"data":data} (data's reference taken) and the answer
+ * ans (q and ans freed). */
+static void add_call_turn(json_t *msgs, const char *nick, char *q, const char *tool, const char *arg,
+                          const char *val, json_t *data, char *ans)
 {
-    json_array_append_new(msgs, msg("user", q));
+    json_array_append_new(msgs, msg("user", xasprintf("%s: %s", nick, q)));
+    free(q);
     json_array_append_new(msgs, json_pack("{s:s, s:s, s:[{s:s, s:{s:s, s:{s:s}}}]}", "role", "assistant",
                                           "content", "", "tool_calls", "type", "function", "function", "name",
                                           tool, "arguments", arg, val));
@@ -348,10 +349,9 @@ static void add_call(rng_t *r, const copy_gen *g, json_t *msgs, int turns, size_
             const char *st = pick_key(r, orders, "statuses");
             q = with_tails(r, g, fill(pick_key(r, orders, "ask"), id, nick, st));
             ans = fill(pick_key(r, orders, "answer"), id, nick, st);
-            add_call_turn(msgs, xasprintf("%s: %s", nick, q), otool, oarg, id,
+            add_call_turn(msgs, nick, q, otool, oarg, id,
                           json_pack("{s:s, s:s, s:i}", "order_id", id, "status", st, "days",
                                     (int)(1 + rng_below(r, 14))), ans);
-            free(q);
             free(id);
             free(nick);
             continue;
@@ -370,8 +370,7 @@ static void add_call(rng_t *r, const copy_gen *g, json_t *msgs, int turns, size_
             json_object_set_new(data, key, strcmp(kind, "code") ? json_real(atof(p.val[k])) : json_string(p.val[k]));
             if (strcmp(kind, "code") && !strchr(p.val[k], '.')) json_object_set_new(data, key, json_integer(atol(p.val[k])));
         }
-        add_call_turn(msgs, xasprintf("%s: %s", nick, q), tool, arg, p.name, data, ans);
-        free(q);
+        add_call_turn(msgs, nick, q, tool, arg, p.name, data, ans);
         free(nick);
         product_clear(&p, nattr);
     }
