@@ -10,6 +10,7 @@
 #include "harness_compile.h"
 #include "jsonl.h"
 #include "progress.h"
+#include "shard.h"
 #include "util.h"
 
 #include <stdlib.h>
@@ -34,7 +35,12 @@ static const char usage[] =
     "  --top-p X          nucleus sampling mass (default 1 = off)\n"
     "  --stop ID          stop at this token id (repeatable); config eos_token_id\n"
     "                     stops too\n"
-    "  --batch N          sequences decoded together (default 16)\n"
+    "  --batch N          sequences decoded together (default 16; with --jobs, in each\n"
+    "                     copy)\n"
+    "  --jobs N           N copies of generate at once, prompt i decoded by copy\n"
+    "                     i mod N, OMP_NUM_THREADS shared out among them: the same\n"
+    "                     output, faster on N cores (default 1; --device cpu only;\n"
+    "                     --stats: a line from each copy)\n"
     "  --mtp K            speculative decoding: the checkpoint's MTP module drafts\n"
     "                     up to K tokens per step, the model verifies them (greedy\n"
     "                     output is unchanged); default 0 = off\n"
@@ -50,7 +56,7 @@ static const char usage[] =
     "  -o FILE            output (default stdout)\n";
 
 enum { O_CKPT = 1, O_MAX, O_TEMP, O_TOPK, O_TOPP, O_STOP, O_BATCH, O_LOGP, O_MTP, O_STATS,
-       O_TOK, O_HARNESS, O_STOPTEXT, O_DEVICE, O_PRECISION };
+       O_TOK, O_HARNESS, O_STOPTEXT, O_DEVICE, O_PRECISION, O_JOBS };
 
 typedef struct { json_t *in; int *ids; int n; json_t *out; } job;
 
@@ -135,13 +141,14 @@ int main(int argc, char **argv)
         { "tokenizer", required_argument, NULL, O_TOK }, { "harness", required_argument, NULL, O_HARNESS },
         { "stop-text", required_argument, NULL, O_STOPTEXT },
         { "device", required_argument, NULL, O_DEVICE },
-        { "precision", required_argument, NULL, O_PRECISION }, { 0 } };
+        { "precision", required_argument, NULL, O_PRECISION }, { "jobs", required_argument, NULL, O_JOBS },
+        { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
     const char *path = NULL, *tok_path = NULL, *hpath = NULL;
     texter x = { 0 };
     gen_params p = { .temperature = 0, .top_k = 0, .top_p = 1, .max_tokens = 64, .eos = -1 };
-    int stops[64], n_stop = 0, batch = 16, logprobs = 0, stats = 0, opt;
+    int stops[64], n_stop = 0, batch = 16, logprobs = 0, stats = 0, njobs = 1, opt;
     gen_device dev = GEN_DEVICE_INIT;
     cli_init(argc, argv);
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
@@ -159,6 +166,7 @@ int main(int argc, char **argv)
         case O_LOGP: logprobs = 1; break;
         case O_MTP: p.mtp_k = (int)cli_long(&spec, "--mtp", optarg, 0, GEN_MTP_MAX); break;
         case O_STATS: stats = 1; break;
+        case O_JOBS: njobs = (int)cli_long(&spec, "--jobs", optarg, 1, 256); break;
         case O_TOK: tok_path = optarg; break;
         case O_HARNESS: hpath = optarg; break;
         case O_DEVICE: dev.device = gen_device_arg(&spec, optarg); break;
@@ -173,6 +181,9 @@ int main(int argc, char **argv)
     if (!path) cli_usage_error(&spec, "--ckpt is required");
     if (argc - optind > 1) cli_usage_error(&spec, "at most one input file");
     const char *in = optind < argc ? argv[optind] : NULL;
+    shard_id me = shard_self();          /* a copy of a --jobs run: records on stdin, lines to stdout */
+    if (me.n) { njobs = 1; in = NULL; c.output = NULL; }
+    if (njobs > 1 && dev.device != HAT_DEVICE_CPU) cli_usage_error(&spec, "--jobs needs --device cpu");
     /* The device first: a missing GPU fails before any loading. */
     dev.mtp = p.mtp_k > 0;
     char *derr = NULL;
@@ -181,7 +192,8 @@ int main(int argc, char **argv)
     if (drc) { hat_errat(NULL, 0, "%s", derr); free(derr); return drc; }
     ckpt k;
     if (ckpt_load(&k, path)) return EXIT_FAIL;
-    const model_config *cfg = &k.m->cfg;
+    model_config mcfg = k.m->cfg;         /* (a --jobs parent lets the weights go) */
+    const model_config *cfg = &mcfg;
     if (p.mtp_k > 0 && !cfg->n_mtp) {
         hat_errat(path, 0, "--mtp needs a checkpoint with an MTP module (num_nextn_predict_layers 1)");
         ckpt_free(&k);
@@ -203,14 +215,22 @@ int main(int argc, char **argv)
     p.stop_ids = stops;
     p.n_stop = n_stop;
 
-    /* Read every prompt first: outputs must come in input order. */
+    /* Read every prompt first: outputs must come in input order.  With
+     * --jobs each good one goes to its copy as soon as it is read. */
     jsonl_reader *r = jsonl_open(in, c.skip_bad);
     if (!r) { ckpt_free(&k); return EXIT_FAIL; }
+    if (njobs > 1) ckpt_free(&k);        /* the copies load their own */
+    shard_pool *sp = njobs > 1 ? shard_start(njobs, argv) : NULL;
+    hat_out *so = sp ? out_open(c.output) : NULL;
+    if (njobs > 1 && (!sp || !so)) { shard_finish(sp); jsonl_close(r); ckpt_free(&k); return EXIT_FAIL; }
     job *jobs = NULL;
-    long nj = 0, cap = 0, bad = 0;
+    long nj = 0, cap = 0, bad = 0, failed = 0;
     int maxlen = 0, rc = 0;
-    json_t *v;
+    json_t *v, *keep = NULL;
     while ((rc = jsonl_next(r, &v)) == 1) {
+        const char *file = jsonl_name(r);
+        long lno = jsonl_line(r);
+        if (me.n) v = shard_unwrap(v, &keep, &file, &lno);
         tok_ids ids = { 0 };
         char *perr = NULL;
         int ok = !prompt_encode(tok, v, h, &ids, &perr);
@@ -225,12 +245,21 @@ int main(int argc, char **argv)
             ok = 0;
         }
         if (!ok) {
-            hat_errat(jsonl_name(r), jsonl_line(r), "%s", perr);
+            hat_errat(file, lno, "%s", perr);
+            if (me.n) exit(EXIT_FAIL);     /* (the parent checked every line it sent) */
             free(perr);
             tok_ids_free(&ids);
             json_decref(v);
             if (!c.skip_bad) { rc = -1; break; }
             bad++;
+            continue;
+        }
+        if (sp) {
+            tok_ids_free(&ids);
+            rc = shard_send_record(sp, v, file, lno);
+            json_decref(v);
+            if (!rc) rc = shard_drain(sp, so, 0, 1, &failed);
+            if (rc) break;
             continue;
         }
         if (nj == cap) jobs = xrealloc(jobs, (cap = cap ? 2 * cap : 64) * sizeof *jobs);
@@ -239,8 +268,20 @@ int main(int argc, char **argv)
         jobs[nj++] = (job){ v, ids.v, n, NULL };
         if (n + p.max_tokens + 1 > maxlen) maxlen = n + p.max_tokens + 1;
     }
+    json_decref(keep);
     if (bad) hat_errat(jsonl_name(r), 0, "skipped %ld bad lines", bad);
-    if (jsonl_close(r) || rc < 0) { tok_free(tok); json_decref(h); ckpt_free(&k); return EXIT_FAIL; }
+    if (jsonl_close(r) || rc < 0) {
+        if (sp) { shard_finish(sp); out_abort(so); }
+        tok_free(tok); json_decref(h); ckpt_free(&k);
+        return EXIT_FAIL;
+    }
+    if (sp) {
+        tok_free(tok); json_decref(h); ckpt_free(&k);
+        shard_close(sp);
+        rc = shard_drain(sp, so, 1, 1, &failed);
+        if (shard_finish(sp)) rc = -1;
+        return out_finish(so, rc) ? EXIT_FAIL : EXIT_OK;
+    }
 
     hat_out *o = out_open(c.output);
     if (!o) { ckpt_free(&k); return EXIT_FAIL; }
@@ -263,7 +304,9 @@ int main(int argc, char **argv)
     progress *pg = progress_start(NULL, "prompts", nj);
     while ((next < nj || live) && !rc) {
         while (next < nj) {        /* fill free slots */
-            int s = gen_add(e, jobs[next].ids, jobs[next].n, &p, c.seed, (uint64_t)next);
+            /* prompt i's stream is i, in a copy too: the same bytes at any --jobs */
+            uint64_t stream = me.n ? (uint64_t)next * me.n + me.k : (uint64_t)next;
+            int s = gen_add(e, jobs[next].ids, jobs[next].n, &p, c.seed, stream);
             if (s < 0) break;
             slot_job[s] = next++;
             live++;

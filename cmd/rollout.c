@@ -9,6 +9,7 @@
 #include "jsonl.h"
 #include "rollout.h"
 #include "progress.h"
+#include "shard.h"
 #include "tasks.h"
 #include "tokenizer.h"
 #include "util.h"
@@ -45,7 +46,10 @@ static const char usage[] =
     "  --precision P        GPU weights and KV cache: bf16 (default, fast) or fp32\n"
     "                       (greedy output matches the CPU's)\n"
     "  --no-thinking        enable_thinking=false in the generation prompt\n"
-    "  --batch N            conversations in flight (default 8)\n"
+    "  --batch N            conversations in flight (default 8; with --jobs, in each copy)\n"
+    "  --jobs N             N copies of rollout at once, task i played by copy i mod N,\n"
+    "                       OMP_NUM_THREADS shared out among them: the same output,\n"
+    "                       faster on N cores (default 1; --device cpu only)\n"
     "  --no-shared-prefix   copy the system prompt's KV cache into each conversation\n"
     "                       instead of computing it once and sharing it (the previous\n"
     "                       path, for comparison: the same output, slower)\n"
@@ -55,7 +59,7 @@ static const char usage[] =
     "  -o FILE              output (default stdout)\n";
 
 enum { O_CKPT = 1, O_TOK, O_WORLD, O_HARNESS, O_CASES, O_JUDGE, O_JCFG, O_TEMP, O_TOPK, O_TOPP, O_MTP,
-       O_MAXTOK, O_TURNS, O_GENTOK, O_CTX, O_NOTHINK, O_BATCH, O_LOGP, O_DEVICE, O_PRECISION, O_NOSHARE };
+       O_MAXTOK, O_TURNS, O_GENTOK, O_CTX, O_NOTHINK, O_BATCH, O_LOGP, O_DEVICE, O_PRECISION, O_NOSHARE, O_JOBS };
 
 /* One conversation between input and output. */
 typedef struct {
@@ -94,6 +98,84 @@ static const json_t *case_task(const json_t *line, json_t **extra, char **err)
     return task;
 }
 
+/* The task and harness of an input line (a task, or with cases a case),
+ * both borrowed from line (or h0); NULL with *err when it cannot be
+ * played.  *extra: the case keys for meta.case (the caller's). */
+static const json_t *check_line(const json_t *line, int cases, const json_t *h0, json_t **extra,
+                                const json_t **h, char **err)
+{
+    const json_t *task = cases ? case_task(line, extra, err) : line;
+    *h = json_object_get(line, "harness");
+    if (!*h && task) *h = json_object_get(task, "harness");
+    if (!*h) *h = h0;
+    if (task && !*err) *err = task_check(task);
+    if (!*err && !*h) *err = xstrdup("no harness: give --harness or an inline \"harness\"");
+    return *err ? NULL : task;
+}
+
+/* In a copy: the record the parent sent, its file name kept in names
+ * (the jobs point at it until the end). */
+static json_t *unwrap(json_t *w, const char **file, long *lno, char ***names, int *nnames)
+{
+    json_t *keep = NULL, *r = shard_unwrap(w, &keep, file, lno);
+    int i = 0;
+    while (i < *nnames && (!(*names)[i] || strcmp((*names)[i], *file))) i++;
+    if (i == *nnames) {
+        *names = xrealloc(*names, (*nnames + 1) * sizeof **names);
+        (*names)[(*nnames)++] = xstrdup(*file);
+    }
+    *file = (*names)[i];
+    json_decref(keep);
+    return r;
+}
+
+/* --jobs N: the lines read and checked here (so that a bad one is reported
+ * once, at its place), each good one sent to copy i mod N as
+ * {"f":FILE,"l":LINE,"r":LINE_JSON}, their trajectories written back in
+ * input order (shard.h). */
+static int run_copies(int njobs, char **argv, char **inputs, int nin, int cases, const json_t *h0,
+                      const cli_common *c)
+{
+    hat_out *o = out_open(c->output);
+    if (!o) return -1;
+    shard_pool *sp = shard_start(njobs, argv);
+    if (!sp) { out_abort(o); return -1; }
+    int rc = 0;
+    long bad = 0;
+    progress *pg = progress_start(NULL, "conversations", 0);
+    for (int fi = 0; !rc && fi < nin; fi++) {
+        jsonl_reader *in = jsonl_open(inputs ? inputs[fi] : "-", c->skip_bad);
+        if (!in) { rc = -1; break; }
+        json_t *line;
+        int got;
+        while (!rc && (got = jsonl_next(in, &line)) > 0) {
+            json_t *extra = NULL;
+            const json_t *h;
+            char *err = NULL;
+            if (check_line(line, cases, h0, &extra, &h, &err)) {
+                rc = shard_send_record(sp, line, jsonl_name(in), jsonl_line(in));
+            } else {
+                hat_errat(jsonl_name(in), jsonl_line(in), "%s", err);
+                free(err);
+                bad++;
+                if (!c->skip_bad) rc = -1;
+            }
+            json_decref(extra);
+            json_decref(line);
+            if (!rc) rc = shard_drain(sp, o, 0, !c->skip_bad, &bad);
+            progress_update(pg, shard_taken(sp), 0);
+        }
+        if (got < 0 || jsonl_close(in)) rc = -1;
+    }
+    shard_close(sp);
+    if (!rc) rc = shard_drain(sp, o, 1, !c->skip_bad, &bad);
+    progress_update(pg, shard_taken(sp), 0);
+    progress_end(pg);
+    if (shard_finish(sp)) rc = -1;
+    if (c->skip_bad && bad) hat_warn("skipped %ld bad tasks", bad);
+    return out_finish(o, rc);
+}
+
 /* The terminal's progress line: conversations done, of those read so far. */
 static void show_progress(progress *pg, rollout *r, long total_read, double t0, int final)
 {
@@ -119,11 +201,12 @@ int main(int argc, char **argv)
         { "batch", required_argument, NULL, O_BATCH }, { "logprobs", no_argument, NULL, O_LOGP },
         { "mtp", required_argument, NULL, O_MTP }, { "device", required_argument, NULL, O_DEVICE },
         { "precision", required_argument, NULL, O_PRECISION },
-        { "no-shared-prefix", no_argument, NULL, O_NOSHARE }, { 0 } };
+        { "no-shared-prefix", no_argument, NULL, O_NOSHARE }, { "jobs", required_argument, NULL, O_JOBS },
+        { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
     const char *ckpath = NULL, *tpath = NULL, *wpath = NULL, *hpath = NULL, *jcfg = NULL;
-    int cases = 0, use_judge = 0, batch = 8, logprobs = 0, max_ctx = 0, share = 1, opt;
+    int cases = 0, use_judge = 0, batch = 8, logprobs = 0, max_ctx = 0, share = 1, njobs = 1, opt;
     rollout_params p = ROLLOUT_PARAMS_INIT;
     gen_device dev = GEN_DEVICE_INIT;
     cli_init(argc, argv);
@@ -148,12 +231,20 @@ int main(int argc, char **argv)
         case O_BATCH: batch = (int)cli_long(&spec, "--batch", optarg, 1, 4096); break;
         case O_LOGP: logprobs = 1; break;
         case O_NOSHARE: share = 0; break;
+        case O_JOBS: njobs = (int)cli_long(&spec, "--jobs", optarg, 1, 256); break;
         case O_DEVICE: dev.device = gen_device_arg(&spec, optarg); break;
         case O_PRECISION: dev.precision = gen_precision_arg(&spec, optarg); break;
         }
     }
     if (!ckpath) cli_usage_error(&spec, "--ckpt is required");
     if (!wpath) cli_usage_error(&spec, "--world is required");
+    shard_id me = shard_self();                /* a copy of a --jobs run */
+    if (me.n) {                                /* its records on stdin, its lines to stdout */
+        njobs = 1;
+        c.output = NULL;
+        optind = argc;
+    }
+    if (njobs > 1 && dev.device != HAT_DEVICE_CPU) cli_usage_error(&spec, "--jobs needs --device cpu");
     /* The device first: a missing GPU fails before any loading. */
     char *err = NULL;
     dev.mtp = p.mtp_k > 0;
@@ -186,6 +277,17 @@ int main(int argc, char **argv)
         rc = -1;
         goto out;
     }
+    if (njobs > 1) {
+        /* checked once here, so that a bad checkpoint or world is
+         * reported once; the copies load their own */
+        judge_free(jd); jd = NULL;
+        world_free(w); w = NULL;
+        tok_free(t); t = NULL;
+        ckpt_free(&k);
+        rc = run_copies(njobs, argv, optind < argc ? argv + optind : NULL, optind < argc ? argc - optind : 1,
+                        cases, h0, &c);
+        goto out;
+    }
     if (!(r = rollout_open(k.m, t, w, batch, max_ctx, &dev, &err))) {
         hat_errat(tpath && strncmp(err, "--device", 8) ? tpath : ckpath, 0, "%s", err);
         rc = -1;
@@ -205,6 +307,7 @@ int main(int argc, char **argv)
     progress *pg = progress_start(NULL, "conversations", 0);   /* before the reader's: this line is ours */
     jsonl_reader *in = NULL;
     char **names = xcalloc(nin, sizeof *names);    /* for messages after a reader closes */
+    int nnames = nin;
     while (!rc && (!eof || rollout_running(r) || rollout_pending(r))) {
         /* Fill free places with the next task lines. */
         while (!rc && !eof && rollout_running(r) < batch) {
@@ -221,24 +324,24 @@ int main(int argc, char **argv)
                 in = NULL;
                 continue;
             }
+            const char *file = names[fi - 1];
+            long lno = jsonl_line(in);
+            if (me.n) line = unwrap(line, &file, &lno, &names, &nnames);
             json_t *extra = NULL;
-            const json_t *task = cases ? case_task(line, &extra, &err) : line;
-            const json_t *h = json_object_get(line, "harness");
-            if (!h && task) h = json_object_get(task, "harness");
-            if (!h) h = h0;
-            if (task && !err) err = task_check(task);
-            if (!err && !h) err = xstrdup("no harness: give --harness or an inline \"harness\"");
+            const json_t *h, *task = check_line(line, cases, h0, &extra, &h, &err);
             job *j = NULL;
             if (!err) {
                 j = job_new(&J);
-                j->line = jsonl_line(in);
-                j->file = names[fi - 1];
+                j->line = lno;
+                j->file = file;
                 j->extra = extra;
                 extra = NULL;
                 const json_t *cid = cases ? json_object_get(line, "id") : NULL;
                 const char *id = json_string_value(cid ? cid : json_object_get(task, "id"));
                 j->id = xasprintf("%s.r", id ? id : "");
-                if (rollout_add(r, task, h, c.seed, (uint64_t)(J.n - 1), &p, (void *)(intptr_t)(J.n - 1), &err)) {
+                /* task i's stream is i, in a copy too: the same bytes at any --jobs */
+                uint64_t stream = me.n ? (uint64_t)(J.n - 1) * me.n + me.k : (uint64_t)(J.n - 1);
+                if (rollout_add(r, task, h, c.seed, stream, &p, (void *)(intptr_t)(J.n - 1), &err)) {
                     J.n--;
                     free(j->id);
                     json_decref(j->extra);
@@ -246,7 +349,8 @@ int main(int argc, char **argv)
                 }
             }
             if (err) {
-                hat_errat(jsonl_name(in), jsonl_line(in), "%s", err);
+                hat_errat(file, lno, "%s", err);
+                if (me.n) exit(EXIT_FAIL);     /* (the parent checked every line it sent) */
                 free(err);
                 err = NULL;
                 bad++;
@@ -263,7 +367,7 @@ int main(int argc, char **argv)
                 hat_errat(j->file, j->line, "%s", x->error);
                 j->failed = 1;
                 bad++;
-                if (!c.skip_bad) rc = -1;
+                if (!c.skip_bad && !me.n) rc = -1;    /* a copy writes "null": the parent decides */
                 continue;
             }
             if (j->extra) json_object_set(x->meta, "case", j->extra);
@@ -273,6 +377,7 @@ int main(int argc, char **argv)
         for (; !rc && J.emitted < J.n && (J.v[J.emitted].out || J.v[J.emitted].failed); J.emitted++) {
             job *j = &J.v[J.emitted];
             if (j->out) rc = out_json(o, j->out);
+            else if (me.n) rc = out_puts(o, "null\n");
             json_decref(j->out); json_decref(j->extra); free(j->id);
             j->out = j->extra = NULL;
             j->id = NULL;
@@ -282,8 +387,8 @@ int main(int argc, char **argv)
     if (in && jsonl_close(in)) rc = -1;
     show_progress(pg, r, J.n, t0, 1);
     progress_end(pg);
-    if (c.skip_bad && bad) hat_warn("skipped %ld bad tasks", bad);
-    for (int i = 0; i < nin; i++) free(names[i]);
+    if (c.skip_bad && bad && !me.n) hat_warn("skipped %ld bad tasks", bad);
+    for (int i = 0; i < nnames; i++) free(names[i]);
     free(names);
 out:
     if (o) { if (rc) out_abort(o); else rc = out_close(o); }

@@ -14,8 +14,10 @@
 # milliseconds), active is libgomp's long spin-wait, passive sleeps at
 # once, which matters on a shared machine; path "shared" (the default) against "copy" (rollout
 # --no-shared-prefix: the system prompt's KV copied into each
-# conversation, the previous path) and, with PREV_BIN, "prev" (another
-# build's programs), run back to back; same_bytes: this path's rollout and
+# conversation, the previous path), "jobs" (rollout and generate --jobs
+# JOBS, default 2: that many processes of OMP_NUM_THREADS/JOBS threads
+# each, where the other paths run one process of 2 threads) and, with
+# PREV_BIN, "prev" (another build's programs), run back to back; same_bytes: this path's rollout and
 # generate outputs are byte for byte those of the round's first path
 # (same_bytes_as; null on the first line itself);
 # ratio = this line's cases/s over the copy line's; cpu_seconds = user +
@@ -25,12 +27,13 @@
 #   BATCH    conversations in flight to try (default "8 32")
 #   POLICY   OMP_WAIT_POLICY values to try, "default" = unset
 #            (default "default passive active")
-#   PATHS    paths to run (default "copy shared", plus "prev" with PREV_BIN)
+#   PATHS    paths to run (default "copy shared jobs", plus "prev" with PREV_BIN)
+#   JOBS     processes on the jobs path (default 2)
 #   PREV_BIN an earlier build's bin/ to compare with (optional)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 : "${HAT_BIN:=$top/bin}" "${N:=1200}" "${BATCH:=8 32}" "${POLICY:=default passive active}" "${PREV_BIN:=}"
-: "${PATHS:=copy shared${PREV_BIN:+ prev}}"
+: "${PATHS:=copy shared jobs${PREV_BIN:+ prev}}" "${JOBS:=2}"
 HAT_TOP=$top
 export HAT_DATA="$top/data" OMP_NUM_THREADS=2
 T="${HAT_BENCH_TMP:-/tmp}/eval"
@@ -54,9 +57,10 @@ now() { date +%s.%N; }
 # loaded machine the wall clock measures the others' load as much as hat.
 cpu() { /usr/bin/time -a -o "$T/cpu" -f "%U %S" "$@"; }
 # One evaluation pass: rollout of the agent cases, generate of the IFEval
-# prompts, with bin $1 and rollout options $2; the JSON line on stdout.
+# prompts, with bin $1, rollout options $2 and generate options $3; the
+# JSON line on stdout.
 run() {
-    bin=$1 opts=$2
+    bin=$1 opts=$2 gopts=${3:-}
     if [ "$pol" = default ]; then wp="env -u OMP_WAIT_POLICY"; else wp="env OMP_WAIT_POLICY=$pol"; fi
     load0=$(load_now)
     rm -f "$T/cpu"
@@ -65,7 +69,7 @@ run() {
         --max-tokens 64 --batch "$B" --seed 1 $opts -o "$T/r.$path.jsonl" "$T/agent.jsonl" || exit 1
     t1=$(now)
     cpu $wp nice -n "${NICE:-10}" "$bin/generate" --ckpt "$T/m.ckpt" --max-tokens 64 --stop "$stop" --batch "$B" \
-        --seed 1 -o "$T/g.$path.jsonl" "$T/ifeval.jsonl" || exit 1
+        --seed 1 $gopts -o "$T/g.$path.jsonl" "$T/ifeval.jsonl" || exit 1
     t2=$(now)
     cpus=$(awk '{s += $1 + $2} END {print s}' "$T/cpu")
     same=null
@@ -74,12 +78,12 @@ run() {
         { cmp -s "$T/r.$first.jsonl" "$T/r.$path.jsonl" && cmp -s "$T/g.$first.jsonl" "$T/g.$path.jsonl"; } || same=false
     fi
     jq -s -c --argjson t0 "$t0" --argjson t1 "$t1" --argjson t2 "$t2" --argjson B "$B" --arg pol "$pol" \
-        --arg path "$path" --arg first "$first" --argjson base "${base:-null}" --argjson same "$same" \
+        --arg path "$path" --argjson jobs "$JOBS" --arg first "$first" --argjson base "${base:-null}" --argjson same "$same" \
         --argjson cpus "$cpus" --argjson cbase "${cbase:-null}" \
         --argjson ni "$ni" --argjson cpu "$cpu" --argjson load0 "$load0" --argjson load1 "$(load_now)" '
         def r2: . * 100 | round / 100;
         ((length + $ni) / ($t2 - $t0)) as $cps
-        | {bench:"eval", config:"tiny", threads:2, batch:$B, omp_wait_policy:$pol, path:$path, max_tokens_per_turn:64,
+        | {bench:"eval", config:"tiny", threads:2, jobs:(if $path == "jobs" then $jobs else 1 end), batch:$B, omp_wait_policy:$pol, path:$path, max_tokens_per_turn:64,
          cases:(length + $ni), agent_cases:length, ifeval_cases:$ni,
          turns:(map(.meta.turns) | add), gen_tokens:(map(.meta.gen_tokens) | add),
          judged:(map(select(.verdict)) | length),
@@ -98,6 +102,7 @@ for pol in $POLICY; do
         case $path in
         copy)   line=$(run "$HAT_BIN" --no-shared-prefix) || exit 1 ;;
         shared) line=$(run "$HAT_BIN" "") || exit 1 ;;
+        jobs)   line=$(run "$HAT_BIN" "--jobs $JOBS" "--jobs $JOBS") || exit 1 ;;
         prev)   line=$(run "$PREV_BIN" "") || exit 1 ;;
         *)      echo "bench_eval: PATHS: unknown path $path" >&2; exit 2 ;;
         esac

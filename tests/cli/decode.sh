@@ -21,6 +21,18 @@ generate $G --temperature 1 --batch 4 "$T/p.jsonl" >"$T/s4.jsonl"
 same "sampling: --batch 1 and 4, same ids and log-prob bits" "$T/s1.jsonl" "$T/s4.jsonl"
 OMP_NUM_THREADS=2 generate $G --temperature 1 --batch 3 "$T/p.jsonl" >"$T/s3.jsonl"
 same "another thread count and batch, same bits" "$T/s1.jsonl" "$T/s3.jsonl"
+ok "generate --jobs 2" generate $G --temperature 1 --batch 2 --jobs 2 -o "$T/sj2.jsonl" "$T/p.jsonl"
+same "--jobs 2 (prompt i decoded by copy i mod 2): same bits" "$T/s1.jsonl" "$T/sj2.jsonl"
+generate $G --temperature 1 --jobs 3 <"$T/p.jsonl" >"$T/sj3.jsonl"
+same "--jobs 3 from stdin: same bits" "$T/s1.jsonl" "$T/sj3.jsonl"
+{ head -n 2 "$T/p.jsonl"; echo '{"id":"x","ids":[999]}'; tail -n 2 "$T/p.jsonl"; } >"$T/pb.jsonl"
+rm -f "$T/jb.jsonl"
+fails "--jobs: a bad prompt" 1 generate $G --jobs 2 -o "$T/jb.jsonl" "$T/pb.jsonl"
+n=$(grep -c 'pb.jsonl:3: token id 999' "$T/.err")
+[ "$n" = 1 ] && [ ! -e "$T/jb.jsonl" ] && pass "--jobs: reported once, nothing written" || flunk "--jobs: bad prompt" "$n: $(cat "$T/.err")"
+generate $G --skip-bad "$T/pb.jsonl" >"$T/pk1.jsonl" 2>/dev/null
+generate $G --skip-bad --jobs 2 "$T/pb.jsonl" >"$T/pk2.jsonl" 2>/dev/null
+same "--jobs --skip-bad: the good prompts, as one process" "$T/pk1.jsonl" "$T/pk2.jsonl"
 
 generate $G --batch 4 "$T/p.jsonl" >"$T/g0.jsonl"
 for k in 1 3; do

@@ -122,6 +122,46 @@ has "no harness message" "$T/.err" 't.jsonl:1: no harness: give --harness or an 
 fails "missing world" 1 rollout --ckpt "$T/m.ckpt" --world "$T/nowhere.json" --harness "$H" "$T/t.jsonl"
 ok "man page" sh -c "MANWIDTH=80 man -l '$HAT_TOP/man/man1/rollout.1' >/dev/null"
 
+# --- --jobs: N copies, task i played by copy i mod N: the same bytes ---------------
+rollout --ckpt "$T/m.ckpt" $R --batch 2 --logprobs --judge "$T/th.jsonl" >"$T/j1.jsonl"
+ok "--jobs 2" rollout --ckpt "$T/m.ckpt" $R --batch 2 --logprobs --judge --jobs 2 -o "$T/j2.jsonl" "$T/th.jsonl"
+same "--jobs 2: the same trajectories, tokens, log-probs and verdicts" "$T/j1.jsonl" "$T/j2.jsonl"
+rollout --ckpt "$T/m.ckpt" $R --batch 2 --logprobs --judge --jobs 3 <"$T/th.jsonl" >"$T/j3.jsonl"
+same "--jobs 3 from stdin (more copies than some get tasks)" "$T/j1.jsonl" "$T/j3.jsonl"
+rm -f "$T/jb.jsonl"
+fails "--jobs: a bad line" 1 rollout --ckpt "$T/m.ckpt" $R --jobs 2 -o "$T/jb.jsonl" "$T/bad2.jsonl"
+n=$(grep -c 'bad2.jsonl:3: .*haggle' "$T/.err")
+[ "$n" = 1 ] && pass "--jobs: reported once, at its line" || flunk "--jobs: reported once" "$n: $(cat "$T/.err")"
+[ ! -e "$T/jb.jsonl" ] && pass "--jobs: no output file after a failure" || flunk "--jobs: no output file after a failure"
+rollout --ckpt "$T/m.ckpt" $R --skip-bad "$T/bad2.jsonl" >"$T/sk1.jsonl" 2>/dev/null
+ok "--jobs 2 --skip-bad" rollout --ckpt "$T/m.ckpt" $R --skip-bad --jobs 2 -o "$T/sk2.jsonl" "$T/bad2.jsonl"
+same "--jobs --skip-bad: the good lines, as one process" "$T/sk1.jsonl" "$T/sk2.jsonl"
+n=$(grep -c 'skipped 1 bad tasks' "$T/.err")
+[ "$n" = 1 ] && pass "--jobs --skip-bad: one count" || flunk "--jobs --skip-bad: one count" "$n"
+fails "--jobs needs the CPU" 2 rollout --ckpt "$T/m.ckpt" $R --jobs 2 --device cuda "$T/t.jsonl"
+fails "--jobs 0" 2 rollout --ckpt "$T/m.ckpt" $R --jobs 0 "$T/t.jsonl"
+fails "HAT_SHARD out of range" 2 env HAT_SHARD=2/2 rollout --ckpt "$T/m.ckpt" $R "$T/t.jsonl"
+has "HAT_SHARD message" "$T/.err" 'HAT_SHARD=2/2: expected K/N'
+fails "HAT_SHARD with a plain task line" 2 sh -c "HAT_SHARD=0/2 rollout --ckpt \"$T/m.ckpt\" $R <\"$T/t.jsonl\""
+has "not a record message" "$T/.err" 'not a record of a --jobs run'
+# a copy that dies: the run fails and writes nothing (the example harness:
+# long enough to be killed mid-way)
+for i in 1 2 3 4 5 6 7 8; do cat "$T/t.jsonl"; done >"$T/t40.jsonl"
+rm -f "$T/killed.jsonl"
+rollout --ckpt "$T/m.ckpt" --world "$T/w.json" --harness "$H" --max-tokens 64 --batch 2 --jobs 2 \
+    -o "$T/killed.jsonl" "$T/t40.jsonl" 2>"$T/kill.err" &
+pid=$!
+k=""
+for i in $(seq 1 100); do
+    k=$(pgrep -P "$pid" | head -n 1)
+    [ -n "$k" ] && break
+    sleep 0.01
+done
+[ -n "$k" ] && kill -9 "$k"
+wait "$pid"; rc=$?
+[ "$rc" = 1 ] && [ ! -e "$T/killed.jsonl" ] && grep -q 'copy' "$T/kill.err" &&
+    pass "--jobs: a killed copy fails the run, nothing written" || flunk "--jobs: a killed copy" "exit $rc: $(cat "$T/kill.err")"
+
 # --- MTP speculative decoding in the agent loop: greedy output unchanged ---------
 model-init --config "$T/cfg.json" --mtp 1 --std 0.5 --seed 4 --tokenizer "$T/tok.json" -o "$T/mtp.ckpt"
 G="--world $T/w.json --harness $T/hs.json --temperature 0 --max-tokens 12 --max-turns 3"
