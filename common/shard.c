@@ -66,10 +66,16 @@ shard_pool *shard_start(int n, char *const *argv)
 {
     /* a copy that dies must fail a write, not kill the parent */
     signal(SIGPIPE, SIG_IGN);
+    int threads = copy_threads(n);
+    /* the program's path, read before forking: under valgrind readlink
+     * gives the program where exec of /proc/self/exe would run the tool */
+    char exe[4096];
+    ssize_t el = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (el <= 0) { hat_errat(NULL, 0, "cannot find its own program: %s", strerror(errno)); return NULL; }
+    exe[el] = 0;
     shard_pool *p = xcalloc(1, sizeof *p);
     p->n = n;
     p->c = xcalloc(n, sizeof *p->c);
-    int threads = copy_threads(n);
     fflush(NULL);
     for (int k = 0; k < n; k++) {
         copy *c = &p->c[k];
@@ -102,7 +108,7 @@ shard_pool *shard_start(int n, char *const *argv)
             setenv("HAT_PROGRESS", "0", 1);
             snprintf(b, sizeof b, "%d", threads);
             setenv("OMP_NUM_THREADS", b, 1);
-            execv("/proc/self/exe", argv);
+            execv(exe, argv);
             hat_errat(NULL, 0, "cannot run a copy of itself: %s", strerror(errno));
             _exit(EXIT_FAIL);
         }

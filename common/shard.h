@@ -10,8 +10,8 @@
  * stream), never on what else shares a batch: the interleaved output is
  * byte for byte that of one process.
  *
- * The parent starts N copies of the running program (/proc/self/exe, the
- * same argv) with HAT_SHARD=K/N, HAT_PROGRESS=0 and OMP_NUM_THREADS=T
+ * The parent starts N copies of the running program (the file
+ * /proc/self/exe names, the same argv) with HAT_SHARD=K/N, HAT_PROGRESS=0 and OMP_NUM_THREADS=T
  * (T = the parent's threads / N, at least 1) in their environment, a pipe
  * on each one's stdin and stdout; stderr is shared, so their diagnostics
  * reach the user as they are written.  Record v goes to copy v % N, which
