@@ -25,7 +25,7 @@ typedef struct {
     int    in, out;         /* write end of its stdin, read end of its stdout; -1 when closed */
     sbuf   pend;            /* bytes not yet written to in, from woff */
     size_t woff;
-    sbuf   part;            /* an output line not yet ended */
+    sbuf   part;            /* output read but not yet ended by a newline */
     line  *q;               /* complete output lines, q[qh, qt) */
     size_t qh, qt, qcap;
     int    eof;
@@ -166,26 +166,23 @@ static int pump(shard_pool *p, int timeout)
             if (w > 0 && (c->woff += w) == c->pend.len) { sbuf_reset(&c->pend); c->woff = 0; }
             continue;
         }
+        /* append, then cut the complete lines off the front */
         char b[1 << 16];
         ssize_t got = read(c->out, b, sizeof b);
         if (got < 0 && (errno == EAGAIN || errno == EINTR)) continue;
         if (got <= 0) { c->eof = 1; continue; }
-        for (ssize_t s = 0, e; s < got; s = e + 1) {
-            for (e = s; e < got && b[e] != '\n'; e++) {}
-            if (e == got) { sbuf_add(&c->part, b + s, got - s); break; }
-            if (c->part.len) {
-                sbuf_add(&c->part, b + s, e - s);
-                push_line(c, c->part.s, c->part.len);
-                sbuf_reset(&c->part);
-            } else {
-                push_line(c, b + s, e - s);
-            }
-        }
+        sbuf_add(&c->part, b, got);
+        size_t s0 = 0;
+        for (char *nl; (nl = memchr(c->part.s + s0, '\n', c->part.len - s0)); s0 = nl - c->part.s + 1)
+            push_line(c, c->part.s + s0, nl - (c->part.s + s0));
+        memmove(c->part.s, c->part.s + s0, c->part.len - s0 + 1);
+        c->part.len -= s0;
     }
     return 0;
 }
 
-int shard_send(shard_pool *p, const char *s, size_t len)
+/* Queue one record (without its newline) for the next copy in turn. */
+static int shard_send(shard_pool *p, const char *s, size_t len)
 {
     copy *c = &p->c[p->sent++ % p->n];
     sbuf_add(&c->pend, s, len);
@@ -201,7 +198,10 @@ int shard_send(shard_pool *p, const char *s, size_t len)
 void shard_close(shard_pool *p) { p->closed = 1; }
 long shard_taken(const shard_pool *p) { return p->taken; }
 
-int shard_take(shard_pool *p, char **out, size_t *len, int wait)
+/* The next output line in record order: 1 with *out (malloc'd, no
+ * newline), 0 when none is ready (wait 0) or none is left, -1 after a
+ * diagnostic (a copy ended before writing the line of every record). */
+static int shard_take(shard_pool *p, char **out, size_t *len, int wait)
 {
     for (;;) {
         if (p->taken == p->sent) return 0;            /* nothing outstanding */

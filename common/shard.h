@@ -47,16 +47,8 @@ shard_id shard_self(void);
 
 /* n copies of this program with argv (argv[0] kept as their name). */
 shard_pool *shard_start(int n, char *const *argv);
-/* Queue one record (without its newline) for the next copy in turn.
- * 0, or -1 after a diagnostic (a copy went away). */
-int shard_send(shard_pool *p, const char *line, size_t len);
 /* No more records: the copies see end of input once all are written. */
 void shard_close(shard_pool *p);
-/* The next output line in record order: 1 with *line (malloc'd, no
- * newline; the caller frees), 0 when none is ready (wait 0) or none is
- * left (wait 1), -1 after a diagnostic (a copy ended before writing the
- * line of every record it was sent). */
-int shard_take(shard_pool *p, char **line, size_t *len, int wait);
 /* Send rec (the input line as parsed) read at file:line.  0 or -1. */
 int shard_send_record(shard_pool *p, const json_t *rec, const char *file, long line);
 /* In a copy: the record of what the parent sent (a new reference; w's is
