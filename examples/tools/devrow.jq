@@ -1,10 +1,13 @@
 # devrow.jq — one model's row on the dev split (examples/Makefile dev-MODEL):
 # [passed, cases] of the dev rollouts (rollout --judge): live, fresh
 # (live phrased anew), variant (HSA's train vocabulary), unseen (names no
-# model saw), unseen_p1 (every skill so renamed); and of the IFEval-style
+# model saw), unseen_p1 (every skill so renamed), real and real_p1 (the
+# same under real words no vocabulary has); and of the IFEval-style
 # dev prompts (ifeval, prompt-level strict).
 #   jq -n -c --arg m NAME --slurpfile l LIVE --slurpfile f FRESH --slurpfile v VARIANT \
-#      --slurpfile u UNSEEN --slurpfile u1 UNSEEN_P1 --slurpfile i IFEVAL -f devrow.jq
+#      --slurpfile u UNSEEN --slurpfile u1 UNSEEN_P1 --slurpfile r REAL --slurpfile r1 REAL_P1 \
+#      --slurpfile i IFEVAL -f devrow.jq
 def p(a): [(a | map(select(.verdict.pass)) | length), (a | length)];
 {model: $m, live: p($l), fresh: p($f), variant: p($v), unseen: p($u), unseen_p1: p($u1),
+ real: p($r), real_p1: p($r1),
  ifeval: [($i | map(select(.strict.follow_all_instructions)) | length), ($i | length)]}
