@@ -65,8 +65,16 @@ static int check_copy(const json_t *c, char **err)
                              " (non-empty arrays of strings)");
             return -1;
         }
-    json_t *attrs = json_object_get(c, "attributes"), *a;
+    static const char *pick_keys[] = { "headers", "tools", "args", "words", "answers" };
+    const json_t *pk = json_object_get(c, "pick"), *t;
     size_t i;
+    for (size_t k = 0; k < sizeof pick_keys / sizeof *pick_keys; k++)
+        if (!json_is_object(pk) || check_strings(pk, pick_keys[k], err)) goto bad_pick;
+    /* a record lists up to LIST_MAX + 1 topics, each once */
+    if (json_array_size(json_object_get(pk, "topics")) < LIST_MAX + 1) goto bad_pick;
+    json_array_foreach(json_object_get(pk, "topics"), i, t)
+        if (check_strings(t, "about", err) || check_strings(t, "ask", err)) goto bad_pick;
+    json_t *attrs = json_object_get(c, "attributes"), *a;
     if (!json_is_array(attrs) || !json_array_size(attrs)) {
         *err = xasprintf("copy/copy.json: \"attributes\" must be a non-empty array");
         return -1;
@@ -80,6 +88,11 @@ static int check_copy(const json_t *c, char **err)
         }
     }
     return 0;
+bad_pick:
+    free(*err);
+    *err = xasprintf("copy/copy.json: \"pick\" needs headers, tools, args, words, answers (non-empty arrays"
+                     " of strings) and at least %d topics, each with about and ask", LIST_MAX + 1);
+    return -1;
 }
 
 copy_gen *copy_load(const char *dir, char **err)
@@ -404,16 +417,83 @@ static void add_repeat(rng_t *r, const copy_gen *g, json_t *msgs, int turns)
     }
 }
 
-json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns)
+/* A routine's name: a made-up word and another (or one of the "words"),
+ * in snake_case, kebab-case or camelCase, as HSA names skills. */
+static char *routine_name(rng_t *r, const copy_gen *g)
+{
+    sbuf b;
+    sbuf_init(&b);
+    int style = (int)rng_below(r, 3);
+    made_up(r, g, &b, 0);
+    if (style < 2) sbuf_putc(&b, style ? '-' : '_');
+    size_t at = b.len;
+    if (rng_chance(r, 0.5)) sbuf_puts(&b, pick_key(r, json_object_get(g->copy, "pick"), "words"));
+    else made_up(r, g, &b, 0);
+    if (style == 2 && b.s[at] >= 'a' && b.s[at] <= 'z') b.s[at] -= 'a' - 'A';
+    return sbuf_detach(&b);
+}
+
+/* A system message lists 3 to LIST_MAX + 1 routines (a fresh name and a
+ * line on what it is for, each topic once); each turn a viewer asks about
+ * one listed topic and the assistant opens the routine whose line fits,
+ * copying its name: the name is found by what it is for, as an agent
+ * finds a renamed skill by its description.  The tool answers with the
+ * routine's line and the reply addresses the viewer. */
+static void add_pick(rng_t *r, const copy_gen *g, json_t *msgs, int turns)
+{
+    const json_t *pk = json_object_get(g->copy, "pick"), *topics = json_object_get(pk, "topics");
+    size_t nt = json_array_size(topics), n = 3 + rng_below(r, LIST_MAX - 1);
+    const char *tool = pick_key(r, pk, "tools"), *arg = pick_key(r, pk, "args");
+    size_t idx[LIST_MAX + 1];
+    char *name[LIST_MAX + 1];
+    const char *about[LIST_MAX + 1];
+    /* n distinct topics: a partial Fisher-Yates shuffle of 0..nt-1 */
+    size_t *perm = xmalloc(nt * sizeof *perm);
+    for (size_t i = 0; i < nt; i++) perm[i] = i;
+    for (size_t i = 0; i < n; i++) {
+        size_t j = i + rng_below(r, nt - i), t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+        idx[i] = perm[i];
+    }
+    free(perm);
+    sbuf sys;
+    sbuf_init(&sys);
+    char *head = fill(pick_key(r, pk, "headers"), tool, "", "");    /* a header's {name} is the tool */
+    sbuf_puts(&sys, head);
+    free(head);
+    for (size_t i = 0; i < n; i++) {
+        name[i] = routine_name(r, g);
+        about[i] = pick_key(r, json_array_get(topics, idx[i]), "about");
+        sbuf_printf(&sys, "\n- %s: %s", name[i], about[i]);
+    }
+    json_array_append_new(msgs, msg("system", sbuf_detach(&sys)));
+    for (int t = 0; t < turns; t++) {
+        size_t i = rng_below(r, n);
+        char *nick = nickname(r, g), *prod = product_name(r, g), *id = order_id(r, json_object_get(g->copy, "orders"));
+        char *q = with_tails(r, g, fill(pick_key(r, json_array_get(topics, idx[i]), "ask"), prod, nick, id));
+        char *ans = fill(pick_key(r, pk, "answers"), "", nick, "");
+        add_call_turn(msgs, nick, q, tool, arg, name[i], json_pack("{s:s, s:s}", "name", name[i], "about", about[i]),
+                      ans);
+        free(prod);
+        free(id);
+        free(nick);
+    }
+    for (size_t i = 0; i < n; i++) free(name[i]);
+}
+
+json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns, double pick)
 {
     rng_t r;
     rng_derive(&r, seed, (uint64_t)index);
     size_t nattr = json_array_size(json_object_get(g->copy, "attributes"));
     if (nattr > 8) nattr = 8;
     json_t *msgs = json_array();
-    double u = rng_uniform(&r);
-    const char *kind = u < 0.35 ? "lookup" : u < 0.7 ? "call" : "repeat";
-    if (!strcmp(kind, "lookup")) add_lookup(&r, g, msgs, turns, nattr);
+    /* without --pick no draw is made for it: the same bytes as before */
+    int picked = pick > 0 && rng_uniform(&r) < pick;
+    double u = picked ? 0 : rng_uniform(&r);
+    const char *kind = picked ? "pick" : u < 0.35 ? "lookup" : u < 0.7 ? "call" : "repeat";
+    if (picked) add_pick(&r, g, msgs, turns);
+    else if (!strcmp(kind, "lookup")) add_lookup(&r, g, msgs, turns, nattr);
     else if (!strcmp(kind, "call")) add_call(&r, g, msgs, turns, nattr);
     else add_repeat(&r, g, msgs, turns);
     char *id = xasprintf("copy-%06ld", index);

@@ -15,7 +15,11 @@
  *           name (or, three times in ten, the order id) copied from the
  *           question, the tool returns a JSON record, the answer copies the
  *           asked field out of it;
- *   repeat  say a list of names, nicknames and values back in order.
+ *   repeat  say a list of names, nicknames and values back in order;
+ *   pick    (a share `pick` of the records; none by default) a system
+ *           message lists routines, fresh names each with a line on what
+ *           it is for; the assistant opens the one that fits the viewer's
+ *           question, copying its name: a name found by its description.
  * Half the questions end in chat filler ("tails"), Chinese and twice-said
  * names are among the products: a copy must learn where a name stops.
  * Record i depends only on (seed, i). */
@@ -32,8 +36,10 @@ typedef struct copy_gen copy_gen;
 copy_gen *copy_load(const char *dir, char **err);
 void      copy_free(copy_gen *g);
 
-/* Record index: {"id","kind","messages":[...]} with `turns` questions. */
-json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns);
+/* Record index: {"id","kind","messages":[...]} with `turns` questions,
+ * of kind pick with probability `pick` (0: the three other kinds only, and
+ * the same bytes as without it). */
+json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns, double pick);
 
 /* The induction curriculum (copy-gen --ids): record index is a run of
  * min_len..max_len token ids drawn uniformly from `ids` (a tokenizer's

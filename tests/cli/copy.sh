@@ -55,6 +55,53 @@ jq -r '.messages[] | (.tool_calls // [])[] | .function | select(.name | test("or
 z=$(LC_ALL=C.UTF-8 grep -c '^[^ -~]*$' "$T/names"); w=$(awk '{ for (i = 2; i <= NF; i++) if ($i == $1) { k++; break } } END { print k + 0 }' "$T/names")
 [ "$z" -gt 10 ] && [ "$w" -gt 10 ] && pass "Chinese names, names that say a word twice" || flunk "Chinese names, names that say a word twice" "$z Chinese, $w twice of $(wc -l < "$T/names")"
 
+# --pick: a routine found by what it is for.  Without it (or at 0) the
+# records are the three kinds, byte for byte; with it, every call opens a
+# routine the system message lists, the one whose line the tool gives
+# back, listed once, its topic the question's (the question starts as one
+# of that topic's templates does), and the topics of a list all differ.
+copy-gen -n 100 --seed 5 --pick 0 > "$T/p0.jsonl"
+same "--pick 0 gives the same bytes" "$T/c3.jsonl" "$T/p0.jsonl"
+ok "copy-gen --pick runs" copy-gen -n 400 --seed 7 --pick 0.5 -o "$T/p.jsonl"
+n=$(jq -r 'select(.kind == "pick") | .kind' "$T/p.jsonl" | wc -l)
+[ "$n" -gt 160 ] && [ "$n" -lt 240 ] && pass "--pick 0.5: about half the records" || flunk "--pick 0.5: about half the records" "$n of 400"
+cat > "$T/pick.jq" <<'J'
+# one line per pick call: "ok" or what is wrong with it
+($d[0].pick.topics) as $topics
+| select(.kind == "pick") | .messages as $m
+| ($m[0].content | split("\n")[1:] | map(capture("^- (?<name>[^:]+): (?<about>.*)$"))) as $list
+| ($list | map(.about as $a | $topics | map(.about | index($a) != null) | index(true))) as $tix
+| if ($tix | unique | length) != ($list | length) or ($list | map(.name) | unique | length) != ($list | length)
+  then "a list repeats a topic or a name" else empty end,
+  (range(1; $m | length) | select($m[.].tool_calls) as $i
+   | $m[$i].tool_calls[0].function.arguments[] as $arg
+   | ($list | map(.name) | index($arg)) as $k
+   | ($m[$i + 1].content | fromjson | .data.about) as $about
+   | ($m[$i - 1].content | sub("^[^:]*: "; "")) as $q
+   | if $k == null then "\($arg) is not listed"
+     elif $list[$k].about != $about then "\($arg): the tool gives another line"
+     elif ($topics[$tix[$k]].ask | map(split("{")[0]) | any(. as $p | $q | startswith($p)) | not)
+     then "\($q): not a question of \($about)"
+     else "ok" end)
+J
+jq -r --slurpfile d "$HAT_DATA/copy/copy.json" -f "$T/pick.jq" "$T/p.jsonl" | sort | uniq -c > "$T/pickres"
+[ "$(awk '{ print $2 }' "$T/pickres")" = ok ] && [ "$(awk '{ print $1 }' "$T/pickres")" -gt 400 ] &&
+    pass "a pick opens the listed routine whose line fits the question" || flunk "a pick opens the listed routine whose line fits the question" "$(head -3 "$T/pickres")"
+jq -r 'select(.kind == "pick") | .messages[0].content | split("\n")[1:][] | sub(":.*"; "") | sub("^- "; "")' "$T/p.jsonl" > "$T/rn"
+s=$(grep -c '_' "$T/rn"); k=$(grep -c -- '-' "$T/rn"); c=$(grep -c '^[a-z]*[A-Z]' "$T/rn")
+[ "$s" -gt 100 ] && [ "$k" -gt 100 ] && [ "$c" -gt 100 ] && [ "$(sort "$T/rn" | uniq -d | wc -l)" -lt 20 ] &&
+    pass "routine names in three styles, rarely twice" || flunk "routine names in three styles, rarely twice" "$s $k $c"
+# The routines' lines and questions are copy-gen's own: no sentence of a
+# harness, an HSA paraphrase bank or a task phrasing bank (slots aside).
+jq -r '.templates[]' "$HAT_DATA"/tasks/*/*.json | sed 's/{[a-z_]*}/{}/g' | sort -u > "$T/tmpl"
+jq -r '.pick.topics[] | .ask[], .about[]' "$HAT_DATA/copy/copy.json" | sed 's/{[a-z_]*}/{}/g' | sort -u > "$T/ours"
+{ jq -r '.. | strings' "$HAT_DATA"/hsa/*/paraphrases.json; cat "$HAT_TOP"/examples/harness*/skills/*/SKILL.md \
+    "$HAT_TOP"/tests/fixtures/harness-mini/skills/*/SKILL.md | sed 's/^description: //'; cat "$T/tmpl"; } | sort -u > "$T/theirs"
+comm -12 "$T/ours" "$T/theirs" > "$T/clash"
+[ ! -s "$T/clash" ] && pass "pick's sentences are its own" || flunk "pick's sentences are its own" "$(head -3 "$T/clash")"
+fails "--pick above 1" 2 copy-gen --pick 1.5
+fails "--pick is not for --ids" 2 copy-gen --ids --tokenizer /dev/null --pick 0.5
+
 fails "-n -1 is a usage error" 2 copy-gen -n -1
 fails "--turns 0 is a usage error" 2 copy-gen --turns 0
 fails "unknown option" 2 copy-gen --bogus
