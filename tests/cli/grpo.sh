@@ -60,27 +60,31 @@ if cmp -s "$T/nh.ckpt" "$T/r1.ckpt"; then flunk "HSA groups change the run"; els
 
 # Learning: the random tiny model already earns judge reward when its
 # output parses and invents nothing; GRPO on greeting tasks must raise the
-# mean reward (the judge's weighted total) over 2 x 40 evaluation
+# mean reward (the judge's weighted total) over 4 x 40 evaluation
 # conversations with fixed seeds, against the untrained checkpoint.  The
 # untrained model's replies are all held by a hook; a held reply's
 # accuracy is its content's (verdicts.jsonl(5)), so the untrained mean is
-# about 0.59 and what GRPO learns here (turns that parse: malformed_turn
-# 28 -> 3-12 of 80) is a gain of 0.01-0.03: at least 0.005 is asked.
+# about 0.56 and what GRPO learns here is turns that parse: malformed_turn
+# 39 -> 3 of 160 on a 2-core AVX2 machine (session 12), a mean gain of
+# 0.046 after 16 steps.  8 steps and 2 x 40 conversations (before session
+# 12) gained 0.01-0.03 on AVX-512 machines and -0.003 on that AVX2 one: the
+# same run, other rounding, other samples.  Asked: a gain of 0.01 and at
+# most half the malformed turns.
 E="--world $T/w.json --harness $T/hs.json --temperature 1 --max-tokens 24 --max-turns 2 --judge"
 ok "learning run" grpo-step --init "$T/m.ckpt" --world "$T/w.json" --harness "$T/hs.json" --no-hsa \
-    --groups 4 --group-size 8 --max-tokens 24 --max-turns 2 --lr 3e-3 --steps 8 --metrics "$T/learn.jsonl" \
+    --groups 4 --group-size 8 --max-tokens 24 --max-turns 2 --lr 3e-3 --steps 16 --metrics "$T/learn.jsonl" \
     -o "$T/learn.ckpt" "$T/tg.jsonl"
 for c in m learn; do
-    for s in 11 12; do rollout --ckpt "$T/$c.ckpt" $E --seed $s "$T/tg.jsonl"; done |
-        jq -s 'map(.verdict.total) | add / length' >"$T/eval_$c"
+    for s in 11 12 13 14; do rollout --ckpt "$T/$c.ckpt" $E --seed $s "$T/tg.jsonl"; done |
+        jq -s -r '"\(map(.verdict.total) | add / length) \(map(select(any(.verdict.reasons[]; .code == "malformed_turn"))) | length)"' >"$T/eval_$c"
 done
-before=$(cat "$T/eval_m"); after=$(cat "$T/eval_learn")
-echo "# mean reward before $before after $after; per step: $(jq -r .reward "$T/learn.jsonl" | tr '\n' ' ')"
-# The gain is small and rides on rounding: under SAN=1 (other optimisation,
-# other FMA contraction) the same run ends 0.003 below where it started
-# (session 5, after the judge's fourth round), so only the release build
-# asserts it.
+read before mb <"$T/eval_m"; read after ma <"$T/eval_learn"
+echo "# mean reward before $before after $after; malformed turns $mb -> $ma; per step: $(jq -r .reward "$T/learn.jsonl" | tr '\n' ' ')"
+# The gain rides on rounding: under SAN=1 (other optimisation, other FMA
+# contraction) the 8-step run ended 0.003 below where it started (session
+# 5), so only the release build asserts it.
 if [ "${HAT_SAN:-0}" = 1 ]; then skip "GRPO raises the mean reward" "SAN=1 (the release build asserts it)"
-elif awk -v a="$before" -v b="$after" 'BEGIN { exit !(b > a + 0.005) }'; then pass "GRPO raises the mean reward"
-else flunk "GRPO raises the mean reward" "before $before after $after"; fi
+elif awk -v a="$before" -v b="$after" -v m="$mb" -v n="$ma" 'BEGIN { exit !(b > a + 0.01 && 2 * n <= m) }'; then
+    pass "GRPO raises the mean reward"
+else flunk "GRPO raises the mean reward" "before $before after $after, malformed $mb -> $ma"; fi
 ok "man page" sh -c "MANWIDTH=80 man -l '$HAT_TOP/man/man1/grpo-step.1' >/dev/null"
