@@ -2,7 +2,8 @@
 # comments promise (make -n: nothing runs): every profile's `results`
 # plans a report; PROFILE=small plans the learnable recipe (induction,
 # look-up with general chats, 300 cases of each set of the mini harness's
-# four intents, HSA-SFT on many harnesses named with made-up words, nine
+# four intents, SFT on 1,200 worlds' sessions, HSA-SFT on harnesses named
+# with made-up words and with HSA's train vocabulary, nine
 # models, the teacher's rows); PROFILE=micro starts
 # from the committed look-up base unless LOOK= is given; `make results
 # PROFILE=micro` is refused.
@@ -19,11 +20,14 @@ has "small: look-up with the general chats" "$S" 'STEPS=800 PICK=0 sh tools/look
 has "small: the mini preset" "$S" 'model-init --preset mini '
 has "small: 300 cases a set, the four intents" "$S" 'evalset .*--per-set 300 --intents price,size,order_status,greeting'
 has "small: sessions from 64 worlds" "$S" 'tools/minidata.sh .*/mini 64'
+has "small: SFT on 1,200 worlds' sessions" "$S" 'tools/minidata.sh .*/sft1200/ 1200'
+has "small: Fixed-SFT trains on them" "$S" 'sft-step --init .*/base.ckpt --data .*/sft1200/sessions.jsonl'
 grep -c '^rollout --ckpt .*--tasks-are-cases --judge' "$S" > "$T/nroll"
 has "small: nine models rolled out" "$T/nroll" '^9$'
 has "small: the teacher's rows" "$S" 'report .*--model teacher=.* --model teacher-fixed='
-has "small: HSA-SFT on 2 x 8 variants of made-up names" "$S" 'hsa-augment -k 8 --seed 12 --p-skill-id 1 --p-tools 1 --vocab .*/nonce-train'
-has "small: HSA-SFT trains on them" "$S" 'sft-step --init .*/base.ckpt --data .*/hsa-nonce8.jsonl'
+has "small: HSA-SFT on 2 variants of made-up names" "$S" 'hsa-augment -k 1 --seed 12 --p-skill-id 1 --p-tools 1 --vocab .*/nonce-train .*/sft1200/sessions.jsonl'
+has "small: and one of HSA's train vocabulary" "$S" 'hsa-augment -k 1 --mix 0.25 --seed 13 -o .*/sft1200/sessions.jsonl'
+has "small: HSA-SFT trains on them" "$S" 'sft-step --init .*/base.ckpt --data .*/hsa-nonce1-w1200-real1.jsonl'
 grep 'sft-step --init .*/base.ckpt --data .*/hsa.jsonl' "$T/tiny.plan" > "$T/tinyhsa"
 has "tiny: HSA-SFT on hsa.jsonl as before" "$T/tinyhsa" 'hsa.jsonl'
 has "small: HAT is GRPO on HSA-SFT after OPD" "$S" 'grpo-step .*--init .*/hsa-sft-opd.ckpt --metrics .*/hat.jsonl'
