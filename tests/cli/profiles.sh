@@ -31,6 +31,13 @@ has "small: HSA-SFT trains on them" "$S" 'sft-step --init .*/base.ckpt --data .*
 grep 'sft-step --init .*/base.ckpt --data .*/hsa.jsonl' "$T/tiny.plan" > "$T/tinyhsa"
 has "tiny: HSA-SFT on hsa.jsonl as before" "$T/tinyhsa" 'hsa.jsonl'
 has "small: HAT is GRPO on HSA-SFT after OPD" "$S" 'grpo-step .*--init .*/hsa-sft-opd.ckpt --metrics .*/hat.jsonl'
+# The dev sets real and real-p1 are named from words that neither HSA
+# vocabulary has (else they would measure names a model trained on).
+jq -r '[.. | strings | select(. != "")] | .[]' "$E/tools/dev-names.json" | sort -u > "$T/devw"
+jq -r '[del(.distractors) | .. | strings] | .[]' "$HAT_DATA/hsa/train/names.json" "$HAT_DATA/hsa/heldout/names.json" |
+    sort -u | comm -12 "$T/devw" - > "$T/clash"
+[ "$(wc -l < "$T/devw")" -gt 200 ] && [ ! -s "$T/clash" ] && pass "dev names share no word with HSA's vocabularies" ||
+    flunk "dev names share no word with HSA's vocabularies" "$(head -3 "$T/clash")"
 plan micro PROFILE=micro micro > "$T/micro.plan"
 has "micro: the committed look-up base" "$T/micro.plan" '^cp \.\./tests/fixtures/learn/base\.ckpt .*/micro/look\.ckpt'
 plan micro PROFILE=micro LOOK= micro > "$T/micro2.plan"
