@@ -433,13 +433,27 @@ static char *routine_name(rng_t *r, const copy_gen *g)
     return sbuf_detach(&b);
 }
 
+/* The question of an echoed turn: the routine's line as a viewer types
+ * it, in lower case and without its full stop. */
+static char *echo_question(const char *about)
+{
+    char *q = xstrdup(about);
+    size_t n = strlen(q);
+    if (n && q[n - 1] == '.') q[--n] = 0;
+    for (char *c = q; *c; c++) if (*c >= 'A' && *c <= 'Z') *c += 'a' - 'A';
+    return q;
+}
+
 /* A system message lists 3 to LIST_MAX + 1 routines (a fresh name and a
  * line on what it is for, each topic once); each turn a viewer asks about
  * one listed topic and the assistant opens the routine whose line fits,
  * copying its name: the name is found by what it is for, as an agent
  * finds a renamed skill by its description.  The tool answers with the
- * routine's line and the reply addresses the viewer. */
-static void add_pick(rng_t *r, const copy_gen *g, json_t *msgs, int turns)
+ * routine's line and the reply addresses the viewer.  With probability
+ * echo a question is the line's own words (echo_question): matching a
+ * line by the words it shares with the question is the circuit the
+ * paraphrases are then learnt on (small-notes e24, E7). */
+static void add_pick(rng_t *r, const copy_gen *g, json_t *msgs, int turns, double echo)
 {
     const json_t *pk = json_object_get(g->copy, "pick"), *topics = json_object_get(pk, "topics");
     size_t nt = json_array_size(topics), n = 3 + rng_below(r, LIST_MAX - 1);
@@ -470,7 +484,10 @@ static void add_pick(rng_t *r, const copy_gen *g, json_t *msgs, int turns)
     for (int t = 0; t < turns; t++) {
         size_t i = rng_below(r, n);
         char *nick = nickname(r, g), *prod = product_name(r, g), *id = order_id(r, json_object_get(g->copy, "orders"));
-        char *q = with_tails(r, g, fill(pick_key(r, json_array_get(topics, idx[i]), "ask"), prod, nick, id));
+        /* without echo no draw is made for it: the same bytes as before */
+        char *q = echo > 0 && rng_uniform(r) < echo
+                      ? echo_question(about[i])
+                      : with_tails(r, g, fill(pick_key(r, json_array_get(topics, idx[i]), "ask"), prod, nick, id));
         char *ans = fill(pick_key(r, pk, "answers"), "", nick, "");
         add_call_turn(msgs, nick, q, tool, arg, name[i], json_pack("{s:s, s:s}", "name", name[i], "about", about[i]),
                       ans);
@@ -481,7 +498,7 @@ static void add_pick(rng_t *r, const copy_gen *g, json_t *msgs, int turns)
     for (size_t i = 0; i < n; i++) free(name[i]);
 }
 
-json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns, double pick)
+json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns, double pick, double echo)
 {
     rng_t r;
     rng_derive(&r, seed, (uint64_t)index);
@@ -492,7 +509,7 @@ json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns, double pick
     int picked = pick > 0 && rng_uniform(&r) < pick;
     double u = picked ? 0 : rng_uniform(&r);
     const char *kind = picked ? "pick" : u < 0.35 ? "lookup" : u < 0.7 ? "call" : "repeat";
-    if (picked) add_pick(&r, g, msgs, turns);
+    if (picked) add_pick(&r, g, msgs, turns, echo);
     else if (!strcmp(kind, "lookup")) add_lookup(&r, g, msgs, turns, nattr);
     else if (!strcmp(kind, "call")) add_call(&r, g, msgs, turns, nattr);
     else add_repeat(&r, g, msgs, turns);

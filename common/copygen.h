@@ -19,7 +19,8 @@
  *   pick    (a share `pick` of the records; none by default) a system
  *           message lists routines, fresh names each with a line on what
  *           it is for; the assistant opens the one that fits the viewer's
- *           question, copying its name: a name found by its description.
+ *           question, copying its name: a name found by its description
+ *           (a share `echo` of the questions say that description itself).
  * Half the questions end in chat filler ("tails"), Chinese and twice-said
  * names are among the products: a copy must learn where a name stops.
  * Record i depends only on (seed, i). */
@@ -38,8 +39,9 @@ void      copy_free(copy_gen *g);
 
 /* Record index: {"id","kind","messages":[...]} with `turns` questions,
  * of kind pick with probability `pick` (0: the three other kinds only, and
- * the same bytes as without it). */
-json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns, double pick);
+ * the same bytes as without it); a pick question is its routine's own
+ * line with probability `echo` (0: the same bytes as without it). */
+json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns, double pick, double echo);
 
 /* The induction curriculum (copy-gen --ids): record index is a run of
  * min_len..max_len token ids drawn uniformly from `ids` (a tokenizer's

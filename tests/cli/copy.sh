@@ -80,6 +80,7 @@ cat > "$T/pick.jq" <<'J'
    | ($m[$i - 1].content | sub("^[^:]*: "; "")) as $q
    | if $k == null then "\($arg) is not listed"
      elif $list[$k].about != $about then "\($arg): the tool gives another line"
+     elif $q == ($about | ascii_downcase | rtrimstr(".")) then "echo"
      elif ($topics[$tix[$k]].ask | map(split("{")[0]) | any(. as $p | $q | startswith($p)) | not)
      then "\($q): not a question of \($about)"
      else "ok" end)
@@ -99,6 +100,21 @@ jq -r '.pick.topics[] | .ask[], .about[]' "$HAT_DATA/copy/copy.json" | sed 's/{[
     "$HAT_TOP"/tests/fixtures/harness-mini/skills/*/SKILL.md | sed 's/^description: //'; cat "$T/tmpl"; } | sort -u > "$T/theirs"
 comm -12 "$T/ours" "$T/theirs" > "$T/clash"
 [ ! -s "$T/clash" ] && pass "pick's sentences are its own" || flunk "pick's sentences are its own" "$(head -3 "$T/clash")"
+# --pick-echo E: that share of the questions is the routine's own line,
+# as a viewer types it; at 0 the same bytes as without it.
+copy-gen -n 100 --seed 7 --pick 0.5 --pick-echo 0 > "$T/e0.jsonl"
+copy-gen -n 100 --seed 7 --pick 0.5 > "$T/e00.jsonl"
+same "--pick-echo 0 gives the same bytes" "$T/e0.jsonl" "$T/e00.jsonl"
+copy-gen -n 200 --seed 8 --turns 4 --pick 1 --pick-echo 0.5 -o "$T/e.jsonl"
+jq -r --slurpfile d "$HAT_DATA/copy/copy.json" -f "$T/pick.jq" "$T/e.jsonl" | sort | uniq -c > "$T/echores"
+e=$(awk '$2 == "echo" { print $1 }' "$T/echores"); o=$(awk '$2 == "ok" { print $1 }' "$T/echores")
+[ "$(awk '{ print $2 }' "$T/echores" | tr '\n' ' ')" = "echo ok " ] && [ "$e" -gt 320 ] && [ "$e" -lt 480 ] &&
+    pass "--pick-echo 0.5: half the questions say the gold line, the rest as before" ||
+    flunk "--pick-echo 0.5: half the questions say the gold line, the rest as before" "$(head -3 "$T/echores")"
+copy-gen -n 50 --seed 8 --pick 1 --pick-echo 1 | jq -r --slurpfile d "$HAT_DATA/copy/copy.json" -f "$T/pick.jq" | sort -u > "$T/e1"
+[ "$(cat "$T/e1")" = echo ] && pass "--pick-echo 1: every question" || flunk "--pick-echo 1: every question" "$(head -3 "$T/e1")"
+fails "--pick-echo needs --pick" 2 copy-gen --pick-echo 0.5
+fails "--pick-echo above 1" 2 copy-gen --pick 1 --pick-echo 1.5
 fails "--pick above 1" 2 copy-gen --pick 1.5
 fails "--pick is not for --ids" 2 copy-gen --ids --tokenizer /dev/null --pick 0.5
 
