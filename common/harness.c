@@ -183,11 +183,24 @@ char *harness_system_text(const json_t *h)
         sbuf_puts(&b, p);
         int first = !*p;
         free(p);
+        /* each skill's line: "- {name}: {description}" unless the loader
+         * gives its own (a small model finds a name by its description
+         * more easily when the name comes after it: small-notes e24) */
+        const char *line = json_string_value(json_object_get(json_object_get(h, "skill_loader"), "line"));
         json_array_foreach(skills, i, v) {
             const char *n = json_string_value(json_object_get(v, "name"));
             const char *d = json_string_value(json_object_get(v, "description"));
-            sbuf_printf(&b, "%s- %s: %s", first ? "" : "\n", n ? n : "", d ? d : "");
+            if (!first) sbuf_putc(&b, '\n');
             first = 0;
+            if (!line) {
+                sbuf_printf(&b, "- %s: %s", n ? n : "", d ? d : "");
+                continue;
+            }
+            json_t *lv = json_pack("{s:s,s:s}", "name", n ? n : "", "description", d ? d : "");
+            char *t = harness_fill(line, lv);
+            json_decref(lv);
+            sbuf_puts(&b, t);
+            free(t);
         }
     }
     return sbuf_detach(&b);

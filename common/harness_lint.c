@@ -418,6 +418,13 @@ static void lint_loader(lint *L, const json_t *h)
     check_placeholders(L, json_string_value(pre),
                        json_object_get(json_object_get(L->fns, "hook_templates"), "skill_loader.preamble"),
                        "/skill_loader/preamble", "is not allowed here");
+    json_t *line = json_object_get(l, "line");
+    if (line && !json_is_string(line)) ERR(L, "/skill_loader/line", "must be a string");
+    else if (line && !strstr(json_string_value(line), "{name}"))
+        ERR(L, "/skill_loader/line", "must hold {name}: the model finds a skill's name in its line");
+    check_placeholders(L, json_string_value(line),
+                       json_object_get(json_object_get(L->fns, "hook_templates"), "skill_loader.line"),
+                       "/skill_loader/line", "is not allowed here");
 }
 
 static void lint_skills_tools(lint *L, const json_t *h)

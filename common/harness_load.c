@@ -480,7 +480,7 @@ static const char *const BLOCK_KEYS[] = { "id", "text", "items", "params", NULL 
 static const char *const SKILL_KEYS[] = { "name", "function", "kind", "description", "rules", NULL };
 static const char *const TOOL_KEYS[] = { "name", "function", "description", "parameters", NULL };
 static const char *const LOADER_KEYS[] = { "name", "description", "argument",
-                                           "argument_description", "preamble", NULL };
+                                           "argument_description", "preamble", "line", NULL };
 static const char *const TOP_KEYS[] = { "name", "version", "system_prompt", "skill_loader",
                                         "skills", "tools", "hooks", NULL };
 

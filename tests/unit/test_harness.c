@@ -112,6 +112,28 @@ static void renders_system_text_tools_and_skills(void)
     json_decref(h);
 }
 
+/* skill_loader.line writes each skill's line: the default's bytes when
+ * absent, the template's with both filled when given, and a literal
+ * brace in a description is kept as it is. */
+static void skill_line_template(void)
+{
+    json_t *h = load_example();
+    char *before = harness_system_text(h);
+    set(h, "/skill_loader", "line", json_string("- {name}: {description}"));
+    char *same = harness_system_text(h);
+    CHECK_STR(same, before);
+    set(h, "/skill_loader", "line", json_string("- {description} -> {name}"));
+    set(h, "/skills/0", "description", json_string("Prices {now}."));
+    char *s = harness_system_text(h);
+    CHECK(strstr(s, "(load one reply skill before your final reply):\n- Prices {now}. -> price_promo\n") != NULL);
+    CHECK(str_endswith(s, "\n- Ask one short question when the viewer's request is ambiguous. -> clarify"));
+    CHECK(strstr(s, ": Quote live prices") == NULL);
+    free(before);
+    free(same);
+    free(s);
+    json_decref(h);
+}
+
 static void fill_replaces_only_known_placeholders(void)
 {
     json_t *vars = json_pack("{s:s,s:i,s:f}", "a", "x", "n", 42, "r", 2.5);
@@ -349,6 +371,9 @@ static const mutation LINT_CASES[] = {
     { "/hooks", "reply_filter", "[]", "error", "/hooks/reply_filter", "hook must be an object" },
     { "/skill_loader", "name", "\"\"", "error", "/skill_loader/name", "is empty" },
     { "/skill_loader", "preamble", "\"Use {tool}:\"", "error", "/skill_loader/preamble", "placeholder {tool}" },
+    { "/skill_loader", "line", "\"- {description}\"", "error", "/skill_loader/line", "must hold {name}" },
+    { "/skill_loader", "line", "\"- {name} ({tool})\"", "error", "/skill_loader/line", "placeholder {tool}" },
+    { "/skill_loader", "line", "[]", "error", "/skill_loader/line", "must be a string" },
     { "", "name", "3", "error", "/name", "non-empty string name" },
 };
 
@@ -634,6 +659,7 @@ int main(void)
 {
     RUN(loads_directory_and_looks_up);
     RUN(renders_system_text_tools_and_skills);
+    RUN(skill_line_template);
     RUN(fill_replaces_only_known_placeholders);
     RUN(three_forms_load_the_same);
     RUN(unpack_then_pack_is_exact);
