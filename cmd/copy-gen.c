@@ -9,9 +9,11 @@
 #include "util.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 static const char usage[] =
-    "usage: copy-gen [-n N] [--turns N] [--pick P [--pick-echo E]] [--seed N] [-o FILE]\n"
+    "usage: copy-gen [-n N] [--turns N] [--pick P [--pick-echo E] [--pick-line T]]\n"
+    "                [--seed N] [-o FILE]\n"
     "       copy-gen --ids --tokenizer FILE [--min-len N] [--max-len N]\n"
     "                [--haystack LEN [--pairs N]] [-n N] [--seed N] [-o FILE]\n"
     "Chats whose answers copy a name or a number out of their context; with\n"
@@ -22,6 +24,8 @@ static const char usage[] =
     "                       found by what its line says it is for\n"
     "      --pick-echo E    share of pick questions (0-1, default 0) that say\n"
     "                       the routine's line itself (the look-up's first step)\n"
+    "      --pick-line T    each listed routine's line, as a harness's\n"
+    "                       skill_loader.line (default \"- {name}: {description}\")\n"
     "      --ids            {\"ids\",\"mask\"} records: a run of ordinary ids of\n"
     "                       --tokenizer, then the run again (loss on the repeat)\n"
     "      --tokenizer FILE tokenizer.json whose ordinary ids --ids draws\n"
@@ -34,13 +38,14 @@ static const char usage[] =
     "  -o, --output FILE    write here instead of stdout\n"
     "  -h, --help           this help;  --version  the version\n";
 
-enum { OPT_TURNS = 1, OPT_PICK, OPT_ECHO, OPT_IDS, OPT_TOKENIZER, OPT_MIN_LEN, OPT_MAX_LEN, OPT_HAYSTACK, OPT_PAIRS };
+enum { OPT_TURNS = 1, OPT_PICK, OPT_ECHO, OPT_LINE, OPT_IDS, OPT_TOKENIZER, OPT_MIN_LEN, OPT_MAX_LEN, OPT_HAYSTACK, OPT_PAIRS };
 
 static const struct option long_opts[] = {
     { "count", required_argument, NULL, 'n' },
     { "turns", required_argument, NULL, OPT_TURNS },
     { "pick", required_argument, NULL, OPT_PICK },
     { "pick-echo", required_argument, NULL, OPT_ECHO },
+    { "pick-line", required_argument, NULL, OPT_LINE },
     { "ids", no_argument, NULL, OPT_IDS },
     { "tokenizer", required_argument, NULL, OPT_TOKENIZER },
     { "min-len", required_argument, NULL, OPT_MIN_LEN },
@@ -56,15 +61,16 @@ int main(int argc, char **argv)
     cli_spec spec = { usage, "n:", long_opts };
     cli_common c = { 0 };
     long n = 1000;
-    double pick = 0, echo = 0;
-    int turns = 3, ids = 0, min_len = 4, max_len = 32, haystack = 0, pairs = 4, opt;
+    copy_opts o = { 3, 0, 0, NULL };
+    int ids = 0, min_len = 4, max_len = 32, haystack = 0, pairs = 4, opt;
     const char *tok = NULL;
     while ((opt = cli_next(argc, argv, &spec, &c)) != -1) {
         switch (opt) {
         case 'n': n = cli_long(&spec, "-n", optarg, 0, 100000000L); break;
-        case OPT_TURNS: turns = (int)cli_long(&spec, "--turns", optarg, 1, 64); break;
-        case OPT_PICK: pick = cli_double(&spec, "--pick", optarg, 0, 1); break;
-        case OPT_ECHO: echo = cli_double(&spec, "--pick-echo", optarg, 0, 1); break;
+        case OPT_TURNS: o.turns = (int)cli_long(&spec, "--turns", optarg, 1, 64); break;
+        case OPT_PICK: o.pick = cli_double(&spec, "--pick", optarg, 0, 1); break;
+        case OPT_ECHO: o.echo = cli_double(&spec, "--pick-echo", optarg, 0, 1); break;
+        case OPT_LINE: o.line = optarg; break;
         case OPT_IDS: ids = 1; break;
         case OPT_TOKENIZER: tok = optarg; break;
         case OPT_MIN_LEN: min_len = (int)cli_long(&spec, "--min-len", optarg, 1, 4096); break;
@@ -75,8 +81,10 @@ int main(int argc, char **argv)
     }
     if (optind < argc) cli_usage_error(&spec, "unexpected argument \"%s\"", argv[optind]);
     if (ids && !tok) cli_usage_error(&spec, "--ids needs --tokenizer");
-    if (ids && pick > 0) cli_usage_error(&spec, "--pick is for the chats, not --ids");
-    if (echo > 0 && !(pick > 0)) cli_usage_error(&spec, "--pick-echo needs --pick");
+    if (ids && o.pick > 0) cli_usage_error(&spec, "--pick is for the chats, not --ids");
+    if (o.echo > 0 && !(o.pick > 0)) cli_usage_error(&spec, "--pick-echo needs --pick");
+    if (o.line && !(o.pick > 0)) cli_usage_error(&spec, "--pick-line needs --pick");
+    if (o.line && !strstr(o.line, "{name}")) cli_usage_error(&spec, "--pick-line must hold {name}");
     if (!ids && tok) cli_usage_error(&spec, "--tokenizer is for --ids");
     if (haystack && !ids) cli_usage_error(&spec, "--haystack is for --ids");
     if (haystack && 2 * max_len > haystack)
@@ -102,7 +110,7 @@ int main(int argc, char **argv)
     for (long i = 0; i < n && !status; i++) {
         json_t *rec = haystack ? copy_make_haystack(pool, npool, haystack, pairs, min_len, max_len, c.seed, i)
                     : ids      ? copy_make_ids(pool, npool, min_len, max_len, c.seed, i)
-                               : copy_make(g, c.seed, i, turns, pick, echo);
+                               : copy_make(g, c.seed, i, &o);
         if (out_json(out, rec)) status = -1;
         json_decref(rec);
     }

@@ -6,6 +6,7 @@
  * same name rarely appears twice in a data set and a model can only answer
  * by finding it in the context. */
 #include "copygen.h"
+#include "harness.h"
 #include "rng.h"
 #include "util.h"
 
@@ -453,7 +454,7 @@ static char *echo_question(const char *about)
  * echo a question is the line's own words (echo_question): matching a
  * line by the words it shares with the question is the circuit the
  * paraphrases are then learnt on (small-notes e24, E7). */
-static void add_pick(rng_t *r, const copy_gen *g, json_t *msgs, int turns, double echo)
+static void add_pick(rng_t *r, const copy_gen *g, json_t *msgs, int turns, double echo, const char *line)
 {
     const json_t *pk = json_object_get(g->copy, "pick"), *topics = json_object_get(pk, "topics");
     size_t nt = json_array_size(topics), n = 3 + rng_below(r, LIST_MAX - 1);
@@ -478,7 +479,15 @@ static void add_pick(rng_t *r, const copy_gen *g, json_t *msgs, int turns, doubl
     for (size_t i = 0; i < n; i++) {
         name[i] = routine_name(r, g);
         about[i] = pick_key(r, json_array_get(topics, idx[i]), "about");
-        sbuf_printf(&sys, "\n- %s: %s", name[i], about[i]);
+        if (!line) {
+            sbuf_printf(&sys, "\n- %s: %s", name[i], about[i]);
+            continue;
+        }
+        json_t *v = json_pack("{s:s,s:s}", "name", name[i], "description", about[i]);
+        char *l = harness_fill(line, v);
+        json_decref(v);
+        sbuf_printf(&sys, "\n%s", l);
+        free(l);
     }
     json_array_append_new(msgs, msg("system", sbuf_detach(&sys)));
     for (int t = 0; t < turns; t++) {
@@ -498,8 +507,10 @@ static void add_pick(rng_t *r, const copy_gen *g, json_t *msgs, int turns, doubl
     for (size_t i = 0; i < n; i++) free(name[i]);
 }
 
-json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns, double pick, double echo)
+json_t *copy_make(copy_gen *g, uint64_t seed, long index, const copy_opts *o)
 {
+    int turns = o->turns;
+    double pick = o->pick;
     rng_t r;
     rng_derive(&r, seed, (uint64_t)index);
     size_t nattr = json_array_size(json_object_get(g->copy, "attributes"));
@@ -509,7 +520,7 @@ json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns, double pick
     int picked = pick > 0 && rng_uniform(&r) < pick;
     double u = picked ? 0 : rng_uniform(&r);
     const char *kind = picked ? "pick" : u < 0.35 ? "lookup" : u < 0.7 ? "call" : "repeat";
-    if (picked) add_pick(&r, g, msgs, turns, echo);
+    if (picked) add_pick(&r, g, msgs, turns, o->echo, o->line);
     else if (!strcmp(kind, "lookup")) add_lookup(&r, g, msgs, turns, nattr);
     else if (!strcmp(kind, "call")) add_call(&r, g, msgs, turns, nattr);
     else add_repeat(&r, g, msgs, turns);

@@ -37,11 +37,20 @@ typedef struct copy_gen copy_gen;
 copy_gen *copy_load(const char *dir, char **err);
 void      copy_free(copy_gen *g);
 
-/* Record index: {"id","kind","messages":[...]} with `turns` questions,
- * of kind pick with probability `pick` (0: the three other kinds only, and
- * the same bytes as without it); a pick question is its routine's own
- * line with probability `echo` (0: the same bytes as without it). */
-json_t *copy_make(copy_gen *g, uint64_t seed, long index, int turns, double pick, double echo);
+/* What a chat record holds. */
+typedef struct {
+    int         turns;   /* questions per record */
+    double      pick;    /* chance of kind pick (0: the three other kinds only,
+                            and the same bytes as without it) */
+    double      echo;    /* chance that a pick question is its routine's own
+                            line (0: the same bytes as without it) */
+    const char *line;    /* a pick list's line, as harness(5)'s
+                            skill_loader.line: {name}, {description};
+                            NULL: "- {name}: {description}" */
+} copy_opts;
+
+/* Record index: {"id","kind","messages":[...]} as o says. */
+json_t *copy_make(copy_gen *g, uint64_t seed, long index, const copy_opts *o);
 
 /* The induction curriculum (copy-gen --ids): record index is a run of
  * min_len..max_len token ids drawn uniformly from `ids` (a tokenizer's

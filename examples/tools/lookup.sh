@@ -19,12 +19,15 @@
 # PICK=P makes a share P of the records copy-gen's pick kind (a routine
 # found by its description, as a renamed skill is; default 0, the records
 # as before); ECHO=E makes a share E of their questions the routine's own
-# line (copy-gen --pick-echo; default 0: small-notes e24, E7).
+# line (copy-gen --pick-echo; default 0: small-notes e24, E7); LINE=T
+# writes the lists' lines by template T (copy-gen --pick-line, as the
+# harness's skill_loader.line).
 # Writes OUT.ckpt and OUT.metrics.jsonl.
 set -eu
 [ $# -eq 2 ] || [ $# -eq 3 ] || { echo "usage: lookup.sh BASE.ckpt OUT.ckpt [EXTRA.jsonl]" >&2; exit 2; }
 base=$1 out=$2
-copy-gen -n 20000 --turns 4 --seed 5 --pick "${PICK:-0}" ${ECHO:+--pick-echo "$ECHO"} -o "$out.data.jsonl"
+copy-gen -n 20000 --turns 4 --seed 5 --pick "${PICK:-0}" ${ECHO:+--pick-echo "$ECHO"} \
+    ${LINE:+--pick-line "$LINE"} -o "$out.data.jsonl"
 [ $# -eq 2 ] || cat "$3" >> "$out.data.jsonl"
 rm -f "$out.metrics.jsonl"
 sft-step --init "$base" --data "$out.data.jsonl" --steps "${STEPS:-600}" --batch 16 --seq 1024 \

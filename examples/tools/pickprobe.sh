@@ -8,16 +8,16 @@
 #
 #   pickprobe.sh CKPT [N]        N records (default 200)
 #
-# FLIP=1 writes the lists description first (picklist-flip.jq), for a
-# model trained on such lists.  Prints one line:
+# FLIP=1 writes the lists description first (copy-gen --pick-line
+# '- {description} -> {name}'), for a model trained on such lists.
+# Prints one line:
 #   {picked, named_listed, n, chance}   (chance: a uniform pick's expected count)
 set -eu
 [ $# -ge 1 ] && [ $# -le 2 ] || { echo "usage: pickprobe.sh CKPT [N]" >&2; exit 2; }
-here=$(cd "$(dirname "$0")" && pwd)
-flip='.'
-[ "${FLIP:-0}" = 1 ] && flip="$(grep -v '^#' "$here/picklist-flip.jq")"
-copy-gen -n "${2:-200}" --seed 99 --pick 1 --turns 1 |
-  jq -c "$flip"' | {id, messages: .messages[:2],
+line='- {name}: {description}'
+[ "${FLIP:-0}" = 1 ] && line='- {description} -> {name}'
+copy-gen -n "${2:-200}" --seed 99 --pick 1 --turns 1 --pick-line "$line" |
+  jq -c '{id, messages: .messages[:2],
                    gold: (.messages[2].tool_calls[0].function.arguments | to_entries[0].value),
                    listed: [.messages[0].content | split("\n")[] | select(startswith("- "))
                             | if test(" -> ") then sub(".* -> "; "") else sub("^- "; "") | sub(":.*"; "") end]}' |

@@ -113,6 +113,18 @@ e=$(awk '$2 == "echo" { print $1 }' "$T/echores"); o=$(awk '$2 == "ok" { print $
     flunk "--pick-echo 0.5: half the questions say the gold line, the rest as before" "$(head -3 "$T/echores")"
 copy-gen -n 50 --seed 8 --pick 1 --pick-echo 1 | jq -r --slurpfile d "$HAT_DATA/copy/copy.json" -f "$T/pick.jq" | sort -u > "$T/e1"
 [ "$(cat "$T/e1")" = echo ] && pass "--pick-echo 1: every question" || flunk "--pick-echo 1: every question" "$(head -3 "$T/e1")"
+# --pick-line T: the lists' lines as a harness's skill_loader.line; the
+# default template gives the same bytes, the reversed one the records the
+# default's would be with every line written description first.
+copy-gen -n 100 --seed 7 --pick 0.5 --pick-line '- {name}: {description}' > "$T/l0.jsonl"
+same "--pick-line '- {name}: {description}' gives the same bytes" "$T/l0.jsonl" "$T/e00.jsonl"
+copy-gen -n 100 --seed 7 --pick 0.5 --pick-line '- {description} -> {name}' | jq -c . > "$T/l1.jsonl"
+jq -c 'if .kind == "pick" then .messages |= map(if .role == "system" then .content |= (split("\n") | map(
+         (capture("^- (?<n>[^:]+): (?<d>.*)$") // null) as $m | if $m then "- \($m.d) -> \($m.n)" else . end) | join("\n"))
+       else . end) else . end' "$T/e00.jsonl" > "$T/l2.jsonl"
+same "--pick-line '- {description} -> {name}': every line reversed, nothing else" "$T/l1.jsonl" "$T/l2.jsonl"
+fails "--pick-line needs --pick" 2 copy-gen --pick-line '- {name}'
+fails "--pick-line must hold {name}" 2 copy-gen --pick 1 --pick-line '- {description}'
 fails "--pick-echo needs --pick" 2 copy-gen --pick-echo 0.5
 fails "--pick-echo above 1" 2 copy-gen --pick 1 --pick-echo 1.5
 fails "--pick above 1" 2 copy-gen --pick 1.5
