@@ -479,13 +479,7 @@ static void add_pick(rng_t *r, const copy_gen *g, json_t *msgs, int turns, doubl
     for (size_t i = 0; i < n; i++) {
         name[i] = routine_name(r, g);
         about[i] = pick_key(r, json_array_get(topics, idx[i]), "about");
-        if (!line) {
-            sbuf_printf(&sys, "\n- %s: %s", name[i], about[i]);
-            continue;
-        }
-        json_t *v = json_pack("{s:s,s:s}", "name", name[i], "description", about[i]);
-        char *l = harness_fill(line, v);
-        json_decref(v);
+        char *l = harness_skill_line(line, name[i], about[i]);
         sbuf_printf(&sys, "\n%s", l);
         free(l);
     }
@@ -510,14 +504,13 @@ static void add_pick(rng_t *r, const copy_gen *g, json_t *msgs, int turns, doubl
 json_t *copy_make(copy_gen *g, uint64_t seed, long index, const copy_opts *o)
 {
     int turns = o->turns;
-    double pick = o->pick;
     rng_t r;
     rng_derive(&r, seed, (uint64_t)index);
     size_t nattr = json_array_size(json_object_get(g->copy, "attributes"));
     if (nattr > 8) nattr = 8;
     json_t *msgs = json_array();
     /* without --pick no draw is made for it: the same bytes as before */
-    int picked = pick > 0 && rng_uniform(&r) < pick;
+    int picked = o->pick > 0 && rng_uniform(&r) < o->pick;
     double u = picked ? 0 : rng_uniform(&r);
     const char *kind = picked ? "pick" : u < 0.35 ? "lookup" : u < 0.7 ? "call" : "repeat";
     if (picked) add_pick(&r, g, msgs, turns, o->echo, o->line);

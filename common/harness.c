@@ -160,6 +160,15 @@ char *harness_block_text(const json_t *h, const json_t *block)
     return out;
 }
 
+char *harness_skill_line(const char *tmpl, const char *name, const char *description)
+{
+    if (!tmpl) return xasprintf("- %s: %s", name, description);
+    json_t *v = json_pack("{s:s,s:s}", "name", name, "description", description);
+    char *t = harness_fill(tmpl, v);
+    json_decref(v);
+    return t;
+}
+
 char *harness_system_text(const json_t *h)
 {
     sbuf b;
@@ -190,17 +199,10 @@ char *harness_system_text(const json_t *h)
         json_array_foreach(skills, i, v) {
             const char *n = json_string_value(json_object_get(v, "name"));
             const char *d = json_string_value(json_object_get(v, "description"));
-            if (!first) sbuf_putc(&b, '\n');
-            first = 0;
-            if (!line) {
-                sbuf_printf(&b, "- %s: %s", n ? n : "", d ? d : "");
-                continue;
-            }
-            json_t *lv = json_pack("{s:s,s:s}", "name", n ? n : "", "description", d ? d : "");
-            char *t = harness_fill(line, lv);
-            json_decref(lv);
-            sbuf_puts(&b, t);
+            char *t = harness_skill_line(line, n ? n : "", d ? d : "");
+            sbuf_printf(&b, "%s%s", first ? "" : "\n", t);
             free(t);
+            first = 0;
         }
     }
     return sbuf_detach(&b);

@@ -50,6 +50,10 @@ void    harness_canonicalize(json_t *h);
 char   *harness_system_text(const json_t *h);  /* blocks with {params} substituted,
                                                   joined by "\n\n", then the skills
                                                   section: preamble + "- name: description" lines */
+/* One skill's line of that section: skill_loader.line's template with
+ * {name} and {description} filled, or "- name: description" for tmpl NULL
+ * (copy-gen's pick lists use it too). */
+char   *harness_skill_line(const char *tmpl, const char *name, const char *description);
 json_t *harness_tools(const json_t *h);        /* [{"type":"function","function":{name,description,
                                                   parameters}}]: tools then the skill loader,
                                                   "x-" keys stripped */

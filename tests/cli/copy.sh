@@ -107,7 +107,7 @@ copy-gen -n 100 --seed 7 --pick 0.5 > "$T/e00.jsonl"
 same "--pick-echo 0 gives the same bytes" "$T/e0.jsonl" "$T/e00.jsonl"
 copy-gen -n 200 --seed 8 --turns 4 --pick 1 --pick-echo 0.5 -o "$T/e.jsonl"
 jq -r --slurpfile d "$HAT_DATA/copy/copy.json" -f "$T/pick.jq" "$T/e.jsonl" | sort | uniq -c > "$T/echores"
-e=$(awk '$2 == "echo" { print $1 }' "$T/echores"); o=$(awk '$2 == "ok" { print $1 }' "$T/echores")
+e=$(awk '$2 == "echo" { print $1 }' "$T/echores")
 [ "$(awk '{ print $2 }' "$T/echores" | tr '\n' ' ')" = "echo ok " ] && [ "$e" -gt 320 ] && [ "$e" -lt 480 ] &&
     pass "--pick-echo 0.5: half the questions say the gold line, the rest as before" ||
     flunk "--pick-echo 0.5: half the questions say the gold line, the rest as before" "$(head -3 "$T/echores")"
