@@ -28,8 +28,11 @@
 # training run (session 9; 135 s of CPU in session 8 on a loaded machine).  The
 # same 120 steps from an untrained model (this test until session 8)
 # made 13, 18 and 0 at loss 0.807: it chooses the skill and tool but
-# copies no argument.  One constant skill is right for 6 of the 24 and
-# one constant tool for 6 of the 18, so 8 and 12 are asserted: the run
+# copies no argument.  Since the mini harness writes its skill lines
+# description first (session 14): skill 16, tool 18, argument 8, loss
+# 0.259; the base 0, 0 and 1 (its look-up copies one product unasked).
+# One constant skill is right for 6 of the 24 and one constant tool for
+# 6 of the 18, so 8 and 12 are asserted: the run
 # chooses by the request; a constant product argument is right for at
 # most the dev calls that name one product (1 or 2), so 4 is asserted:
 # the run copies.
@@ -53,8 +56,9 @@ ok "the teacher opens every dev request right" \
 
 c=$(sh "$X/probe.sh" "$BASE/base.ckpt" "$BASE/tokenizer.json" "$T/dev")
 echo "# learn: the base: $c"
-[ "$(echo "$c" | jq '.n == 24 and .tools == 18 and .skill + .tool + .arg == 0')" = true ] &&
-    pass "the base makes none of the choices" || flunk "the base makes none of the choices" "$c"
+[ "$(echo "$c" | jq --argjson a "$MIN_ARG" '.n == 24 and .tools == 18 and .skill + .tool == 0 and .arg < $a')" = true ] &&
+    pass "the base chooses no skill or tool and copies fewer than $MIN_ARG arguments" ||
+    flunk "the base chooses no skill or tool and copies fewer than $MIN_ARG arguments" "$c"
 
 ok "SFT runs" sft-step --init "$BASE/base.ckpt" --data "$T/sessions.jsonl" --steps "$STEPS" --seq 3072 \
     --batch 4 --lr "${LEARN_LR:-3e-3}" --warmup 10 --seed 1 --metrics "$T/m.jsonl" -o "$T/m.ckpt"

@@ -16,7 +16,9 @@ for p in tiny small paper; do
 done
 S="$T/small.plan"
 has "small: induction head first" "$S" 'sh tools/induction.sh .*/init.ckpt'
-has "small: look-up with the general chats" "$S" 'STEPS=800 PICK=0 ECHO=0 sh tools/lookup.sh .*/ind.ckpt .*/base.ckpt .*/general-base.jsonl'
+has "small: look-up with the general chats" "$S" 'STEPS=800 PICK=0.5 ECHO=0.5 LINE=.* sh tools/lookup.sh .*/ind.ckpt .*/base.ckpt .*/general-base.jsonl'
+has "small: the pick lists written as the harness's skill lines" "$S" 'LINE="\$\(jq -r .\.skill_loader\.line // empty. .*/harness\.json\)"'
+has "small: the mini harness writes its skill lines description first" "$HAT_TOP/tests/fixtures/harness-mini/harness.json" '"line": "- {description} -> {name}"'
 has "small: the mini preset" "$S" 'model-init --preset mini '
 has "small: 300 cases a set, the four intents" "$S" 'evalset .*--per-set 300 --intents price,size,order_status,greeting'
 has "small: sessions from 64 worlds" "$S" 'tools/minidata.sh .*/mini 64'
