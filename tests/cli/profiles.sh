@@ -18,6 +18,9 @@ S="$T/small.plan"
 has "small: induction head first" "$S" 'sh tools/induction.sh .*/init.ckpt'
 has "small: look-up with the general chats" "$S" 'STEPS=800 PICK=0.5 ECHO=0.5 LINE=.* sh tools/lookup.sh .*/ind.ckpt .*/base.ckpt .*/general-base.jsonl'
 has "small: the pick lists written as the harness's skill lines" "$S" 'LINE="\$\(jq -r .\.skill_loader\.line // empty. .*/harness\.json\)"'
+plan pick PROFILE=small STEPS_PICK=800 results > "$T/pick.plan"
+has "small STEPS_PICK=800: the mixed look-up stage writes look.ckpt" "$T/pick.plan" 'PICK=0.5 ECHO=0.5 LINE=.* sh tools/lookup.sh .*/ind.ckpt .*/look.ckpt .*/general-base.jsonl'
+has "small STEPS_PICK=800: then pick records only, to the base" "$T/pick.plan" 'STEPS=800 PICK=1 ECHO=0.5 LINE=.* sh tools/lookup.sh .*/look.ckpt .*/base.ckpt$'
 has "small: the mini harness writes its skill lines description first" "$HAT_TOP/tests/fixtures/harness-mini/harness.json" '"line": "- {description} -> {name}"'
 has "small: the mini preset" "$S" 'model-init --preset mini '
 has "small: 300 cases a set, the four intents" "$S" 'evalset .*--per-set 300 --intents price,size,order_status,greeting'
