@@ -4,12 +4,12 @@
  * task.  The building is common/copygen.c. */
 #include "cli.h"
 #include "copygen.h"
+#include "harness.h"
 #include "jsonl.h"
 #include "tokenizer.h"
 #include "util.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 static const char usage[] =
     "usage: copy-gen [-n N] [--turns N] [--pick P [--pick-echo E] [--pick-line T]]\n"
@@ -84,7 +84,8 @@ int main(int argc, char **argv)
     if (ids && o.pick > 0) cli_usage_error(&spec, "--pick is for the chats, not --ids");
     if (o.echo > 0 && !(o.pick > 0)) cli_usage_error(&spec, "--pick-echo needs --pick");
     if (o.line && !(o.pick > 0)) cli_usage_error(&spec, "--pick-line needs --pick");
-    if (o.line && !strstr(o.line, "{name}")) cli_usage_error(&spec, "--pick-line must hold {name}");
+    if (o.line && harness_skill_line_error(o.line))
+        cli_usage_error(&spec, "--pick-line %s", harness_skill_line_error(o.line));
     if (!ids && tok) cli_usage_error(&spec, "--tokenizer is for --ids");
     if (haystack && !ids) cli_usage_error(&spec, "--haystack is for --ids");
     if (haystack && 2 * max_len > haystack)

@@ -169,6 +169,11 @@ char *harness_skill_line(const char *tmpl, const char *name, const char *descrip
     return t;
 }
 
+const char *harness_skill_line_error(const char *tmpl)
+{
+    return strstr(tmpl, "{name}") ? NULL : "must hold {name}";
+}
+
 char *harness_system_text(const json_t *h)
 {
     sbuf b;

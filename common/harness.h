@@ -54,6 +54,9 @@ char   *harness_system_text(const json_t *h);  /* blocks with {params} substitut
  * {name} and {description} filled, or "- name: description" for tmpl NULL
  * (copy-gen's pick lists use it too). */
 char   *harness_skill_line(const char *tmpl, const char *name, const char *description);
+/* Why tmpl cannot be a skill_loader.line ("must hold {name}": the model
+ * finds a skill's name in its line), or NULL when it can. */
+const char *harness_skill_line_error(const char *tmpl);
 json_t *harness_tools(const json_t *h);        /* [{"type":"function","function":{name,description,
                                                   parameters}}]: tools then the skill loader,
                                                   "x-" keys stripped */

@@ -420,8 +420,9 @@ static void lint_loader(lint *L, const json_t *h)
                        "/skill_loader/preamble", "is not allowed here");
     json_t *line = json_object_get(l, "line");
     if (line && !json_is_string(line)) ERR(L, "/skill_loader/line", "must be a string");
-    else if (line && !strstr(json_string_value(line), "{name}"))
-        ERR(L, "/skill_loader/line", "must hold {name}: the model finds a skill's name in its line");
+    else if (line && harness_skill_line_error(json_string_value(line)))
+        ERR(L, "/skill_loader/line", "%s: the model finds a skill's name in its line",
+            harness_skill_line_error(json_string_value(line)));
     check_placeholders(L, json_string_value(line),
                        json_object_get(json_object_get(L->fns, "hook_templates"), "skill_loader.line"),
                        "/skill_loader/line", "is not allowed here");
