@@ -60,6 +60,69 @@ const char *bank_pick(const json_t *bank, const char *key, rng_t *r)
     return l ? json_string_value(json_array_get(l, rng_below(r, json_array_size(l)))) : NULL;
 }
 
+/* Count tmpl's forms; with out, also append form k (mixed radix, the
+ * first group the most significant digit). */
+static long groups(const char *tmpl, long k, sbuf *out)
+{
+    long n = 1, rest = 1;
+    if (out) rest = bank_forms(tmpl);
+    for (const char *s = tmpl; *s; ) {
+        if ((s[0] == '[' && s[1] == '[') || (s[0] == ']' && s[1] == ']')) {
+            if (out) sbuf_putc(out, s[0]);
+            s += 2;
+            continue;
+        }
+        if (*s == ']') return -1;
+        if (*s != '[') { if (out) sbuf_putc(out, *s); s++; continue; }
+        const char *e = s + 1;
+        long m = 1;
+        for (; *e && *e != ']'; e++) {
+            if (*e == '[') return -1;
+            m += *e == '|';
+        }
+        if (!*e) return -1;
+        if (n > BANK_MAX_FORMS / m) return -1;
+        n *= m;
+        if (out) {                         /* digit of k in this group's radix */
+            rest /= m;
+            long c = k / rest % m;
+            const char *a = s + 1;
+            for (; c; a++) c -= *a == '|';
+            const char *b = a;
+            while (*b != '|' && *b != ']') b++;
+            sbuf_add(out, a, (size_t)(b - a));
+        }
+        s = e + 1;
+    }
+    return n;
+}
+
+long bank_forms(const char *tmpl)
+{
+    long n = groups(tmpl, 0, NULL);
+    return n < 0 ? 0 : n;
+}
+
+int bank_form(sbuf *out, const char *tmpl, long k)
+{
+    long n = bank_forms(tmpl);
+    if (!n || k < 0 || k >= n) return -1;
+    size_t mark = out->len;
+    if (groups(tmpl, k, out) < 0) {
+        out->len = mark;
+        if (out->s) out->s[mark] = 0;
+        return -1;
+    }
+    return 0;
+}
+
+int bank_choose(sbuf *out, const char *tmpl, rng_t *r)
+{
+    long n = bank_forms(tmpl);
+    if (!n) return -1;
+    return bank_form(out, tmpl, n > 1 ? (long)rng_below(r, (uint64_t)n) : 0);
+}
+
 void bank_number(sbuf *out, double v)
 {
     if (fabs(v - round(v)) < 1e-9 && fabs(v) < 1e15) {

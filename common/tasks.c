@@ -51,6 +51,15 @@ static json_t *load_task_bank(const char *split, const char *intent)
         json_decref(b);
         b = NULL;
     }
+    size_t i;
+    json_t *t;
+    json_array_foreach(b ? json_object_get(b, "templates") : NULL, i, t)
+        if (!json_is_string(t) || !bank_forms(json_string_value(t))) {
+            hat_errat(p, 0, "templates[%zu]: not a string with closed, unnested [a|b] groups", i);
+            json_decref(b);
+            b = NULL;
+            break;
+        }
     free(p);
     free(name);
     return b;
@@ -193,9 +202,11 @@ static char *noisy_template(taskgen *g, rng_t *r, const char *t)
 
 static char *fill_text(taskgen *g, rng_t *r, const char *tmpl, const json_t *vars)
 {
-    char *t = noisy_template(g, r, tmpl);
     sbuf b;
     sbuf_init(&b);
+    bank_choose(&b, tmpl, r);                 /* checked at load */
+    char *t = noisy_template(g, r, b.s ? b.s : "");
+    sbuf_reset(&b);
     if (rng_chance(r, nz(g, "p_prefix"))) sbuf_puts(&b, pick(r, json_object_get(g->noise, "prefix")));
     if (bank_fill(&b, t, vars)) { free(t); sbuf_free(&b); return NULL; }
     if (rng_chance(r, nz(g, "p_suffix"))) sbuf_puts(&b, pick(r, json_object_get(g->noise, "suffix")));

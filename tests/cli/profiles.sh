@@ -32,7 +32,9 @@ has "small: nine models rolled out" "$T/nroll" '^9$'
 has "small: the teacher's rows" "$S" 'report .*--model teacher=.* --model teacher-fixed='
 has "small: HSA-SFT on 2 variants of made-up names" "$S" 'hsa-augment -k 1 --seed 12 --p-skill-id 1 --p-tools 1 --vocab .*/nonce-train .*/sft1200/sessions.jsonl'
 has "small: and one of HSA's train vocabulary" "$S" 'hsa-augment -k 1 --mix 0.25 --seed 13 -o .*/sft1200/sessions.jsonl'
-has "small: HSA-SFT trains on them" "$S" 'sft-step --init .*/base.ckpt --data .*/hsa-nonce1-w1200-real1.jsonl'
+has "small: and one named from real words" "$S" 'hsa-augment -k 1 --seed 14 --p-skill-id 1 --p-tools 1 --vocab .*/words-train .*/sft1200/sessions.jsonl'
+has "small: the word vocabulary" "$S" 'sh tools/nonce-vocab.sh 3 .*/words-train/ words'
+has "small: HSA-SFT trains on them" "$S" 'sft-step --init .*/base.ckpt --data .*/hsa-nonce1-w1200-real1-words1.jsonl'
 grep 'sft-step --init .*/base.ckpt --data .*/hsa.jsonl' "$T/tiny.plan" > "$T/tinyhsa"
 has "tiny: HSA-SFT on hsa.jsonl as before" "$T/tinyhsa" 'hsa.jsonl'
 has "small: HAT is GRPO on HSA-SFT after OPD" "$S" 'grpo-step .*--init .*/hsa-sft-opd.ckpt --metrics .*/hat.jsonl'
@@ -43,6 +45,14 @@ jq -r '[del(.distractors) | .. | strings] | .[]' "$HAT_DATA/hsa/train/names.json
     sort -u | comm -12 "$T/devw" - > "$T/clash"
 [ "$(wc -l < "$T/devw")" -gt 200 ] && [ ! -s "$T/clash" ] && pass "dev names share no word with HSA's vocabularies" ||
     flunk "dev names share no word with HSA's vocabularies" "$(head -3 "$T/clash")"
+# The word vocabulary of HSA_WORDS renames with real words, none of them a
+# word of the held-out vocabulary (the evaluation's) or of the dev names.
+sh "$E/tools/nonce-vocab.sh" 3 "$T/wv" words
+jq -r '[.skills[].heads, .skill_tails, .loader[], (.tools[] | .verbs, .nouns), .params[].heads] | flatten | .[]' "$T/wv/names.json" | tr -cs 'A-Za-z' '\n' | tr 'A-Z' 'a-z' | sort -u > "$T/wvw"
+jq -r '.. | strings' "$HAT_DATA/hsa/heldout/names.json" "$E/tools/dev-names.json" | tr -cs 'A-Za-z' '\n' |
+    tr 'A-Z' 'a-z' | sort -u | comm -12 "$T/wvw" - > "$T/wclash"
+[ "$(wc -l < "$T/wvw")" -gt 3000 ] && [ ! -s "$T/wclash" ] && pass "word vocabulary: thousands of words, none a held-out or dev word" ||
+    flunk "word vocabulary: thousands of words, none a held-out or dev word" "$(wc -l < "$T/wvw") $(head -3 "$T/wclash")"
 plan micro PROFILE=micro micro > "$T/micro.plan"
 has "micro: the committed look-up base" "$T/micro.plan" '^cp \.\./tests/fixtures/learn/base\.ckpt .*/micro/look\.ckpt'
 plan micro PROFILE=micro LOOK= micro > "$T/micro2.plan"
