@@ -40,6 +40,16 @@ fails "task-gen --split other" 2 task-gen --world "$T/w.json" --split test
 fails "task-gen --intent unknown" 2 task-gen --world "$T/w.json" --intent haggle
 ok "task-gen --intent size" task-gen --world "$T/w.json" -n 20 --intent size -o "$T/size.jsonl"
 has "only size tasks" "$T/size.jsonl" '"intent":"size"'
+# A phrasing bank with a broken [a|b] group is refused, naming file and index.
+cp -r "$HAT_DATA" "$T/data"
+jq '.templates += ["[how much|price of {product}"]' "$HAT_DATA/tasks/train/price.json" > "$T/data/tasks/train/price.json"
+HAT_DATA="$T/data" fails "task-gen: unclosed group" 1 task-gen --world "$T/w.json" -n 5
+has "unclosed group message" "$T/.err" 'tasks/train/price\.json: templates\[[0-9]+\]: not a string with closed, unnested \[a\|b\] groups'
+rm -rf "$T/data"
+ok "task-gen train forms" task-gen --world "$T/w.json" -n 400 --intent price -o "$T/price.jsonl"
+# distinct texts with the product's name taken out: 181 before the groups
+nforms=$(jq -r '.context.mentions.product as $p | .viewer.text | split($p) | join("P")' "$T/price.jsonl" | sort -u | wc -l)
+[ "$nforms" -gt 240 ] && pass "400 price tasks, over 240 phrasings" || flunk "400 price tasks, over 240 phrasings" "$nforms"
 echo '{"products": 3}' > "$T/bad.json"
 fails "bad world" 1 task-gen --world "$T/bad.json"
 has "bad world message" "$T/.err" "bad.json: not a world"
