@@ -32,6 +32,11 @@ static const char usage[] =
     "                     (the sampled token's log-ratio as a per-token advantage)\n"
     "  --micro-batch N    sequences per forward pass (default 8)\n"
     "  --no-thinking      enable_thinking=false in the generation prompt\n"
+    "  --replay FILE      also train on the domain's SFT data (sft-step's formats):\n"
+    "                     each step adds W x its cross-entropy on B sequences\n"
+    "  --replay-batch B   sequences per step (default 4)\n"
+    "  --replay-weight W  weight of their loss (default 1)\n"
+    "  --replay-seq T     tokens per sequence, longer ones cut (default 1024)\n"
     "optimiser (as sft-step): --lr X (1e-4) --min-lr X --warmup N --schedule S\n"
     "  (constant) --total-steps N --weight-decay X (0) --beta2 X --clip X (1)\n"
     "  --metrics FILE     append one JSON line per step\n"
@@ -45,7 +50,7 @@ static const char usage[] =
 
 enum { O_INIT = 1, O_TEACHER, O_STEPS, O_RESUME, O_PPS, O_SAMPLES, O_TEMP, O_TOPK, O_TOPP,
        O_MAXTOK, O_KL, O_MB, O_NOTHINK,
-       O_METRICS, O_SAVE, O_DEVICE, O_PRECISION };
+       O_METRICS, O_SAVE, O_DEVICE, O_PRECISION, O_REPLAY, O_RBATCH, O_RWEIGHT, O_RSEQ };
 
 /* A prompt needs its messages. */
 static char *prompt_check(const json_t *v)
@@ -66,6 +71,10 @@ static int opd_one(void *ctx, train_state *s, json_t **line, char *status, size_
     json_object_set_new(*line, "device", json_string(train_device_name(x->dev)));
     snprintf(status, n, "kl %.4f  len %.1f  gen %.1fs opt %.1fs", x->oc->full ? M.kl : M.kl_sampled,
              M.completion_len, M.t_gen, M.t_opt);
+    if (M.replay_loss >= 0) {
+        size_t u = strlen(status);
+        snprintf(status + u, n - u, "  replay %.4f", M.replay_loss);
+    }
     return 0;
 }
 
@@ -81,6 +90,8 @@ int main(int argc, char **argv)
         { "top-p", required_argument, NULL, O_TOPP }, { "max-tokens", required_argument, NULL, O_MAXTOK },
         { "kl", required_argument, NULL, O_KL }, { "micro-batch", required_argument, NULL, O_MB },
         { "no-thinking", no_argument, NULL, O_NOTHINK },
+        { "replay", required_argument, NULL, O_REPLAY }, { "replay-batch", required_argument, NULL, O_RBATCH },
+        { "replay-weight", required_argument, NULL, O_RWEIGHT }, { "replay-seq", required_argument, NULL, O_RSEQ },
         { "metrics", required_argument, NULL, O_METRICS },
         { "save-every", required_argument, NULL, O_SAVE },
         { "device", required_argument, NULL, O_DEVICE }, { "precision", required_argument, NULL, O_PRECISION },
@@ -88,7 +99,8 @@ int main(int argc, char **argv)
         { 0 } };
     cli_spec spec = { usage, "", longs };
     cli_common c = { 0 };
-    const char *init = NULL, *teacher = NULL, *metrics = NULL;
+    const char *init = NULL, *teacher = NULL, *metrics = NULL, *replay = NULL;
+    int replay_batch = 4;
     long steps = -1, save_every = 0;
     int resume = 0, opt, precision = MC_BF16;
     hat_device device = HAT_DEVICE_CPU;
@@ -121,6 +133,10 @@ int main(int argc, char **argv)
             break;
         case O_MB: oc.micro_batch = (int)cli_long(&spec, "--micro-batch", optarg, 1, 1 << 16); break;
         case O_NOTHINK: oc.enable_thinking = CHAT_THINK_OFF; break;
+        case O_REPLAY: replay = optarg; break;
+        case O_RBATCH: replay_batch = (int)cli_long(&spec, "--replay-batch", optarg, 1, 1 << 16); break;
+        case O_RWEIGHT: oc.replay_weight = (float)cli_double(&spec, "--replay-weight", optarg, 0, 1e6); break;
+        case O_RSEQ: oc.replay_seq = (int)cli_long(&spec, "--replay-seq", optarg, 2, 1 << 20); break;
         case O_METRICS: metrics = optarg; break;
         case O_DEVICE: device = gen_device_arg(&spec, optarg); break;
         case O_PRECISION: precision = gen_precision_arg(&spec, optarg); break;
@@ -129,12 +145,14 @@ int main(int argc, char **argv)
     }
     if (!init || !teacher || steps < 0) cli_usage_error(&spec, "--init, --teacher and --steps are required");
     if (!c.output || is_stdio_path(c.output)) cli_usage_error(&spec, "-o OUT.ckpt is required");
+    if (replay) oc.replay_batch = replay_batch;
 
     int rc = 0, have_t = 0;
     ckpt k = { 0 }, kt = { 0 };
     train_device td = { 0 };
     tokenizer *tok = NULL;
     json_t *prompts = NULL;
+    train_data rd = { 0 };
     opd *o = NULL;
     char *err = NULL;
     if (ckpt_load(&k, init)) return EXIT_FAIL;
@@ -157,6 +175,26 @@ int main(int argc, char **argv)
         goto out;
     }
     if (opd_use_device(o, &td)) { rc = -1; goto out; }
+    if (oc.replay_batch && !replay) {   /* a resumed run replays what it began with */
+        hat_errat(init, 0, "this run replays domain data: give --replay FILE again to resume it");
+        rc = -1;
+        goto out;
+    }
+    if (replay) {
+        if (oc.replay_seq > m->cfg.max_position_embeddings) {
+            hat_errat(replay, 0, "--replay-seq %d exceeds max_position_embeddings %d", oc.replay_seq,
+                      m->cfg.max_position_embeddings);
+            rc = -1;
+            goto out;
+        }
+        train_encoder enc = { tok, NULL };
+        if (train_data_load(&rd, replay, &enc, m->cfg.vocab_size, oc.replay_seq, c.skip_bad) ||
+            opd_set_replay(o, &rd, &err)) {
+            if (err) hat_errat(replay, 0, "%s", err);
+            rc = -1;
+            goto out;
+        }
+    }
     opd_ctx x = { o, &k, &oc, &td };
     train_loop L = { .step = opd_one, .config = opd_settings, .key = "opd", .ctx = &x, .steps = steps,
                      .save_every = save_every, .metrics = metrics, .output = c.output, .name = init,
@@ -164,6 +202,7 @@ int main(int argc, char **argv)
     rc = train_run(&k, &s, &L);
 out:
     opd_free(o);
+    train_data_free(&rd);
     train_device_close(&td);
     json_decref(prompts);
     tok_free(tok);

@@ -24,15 +24,21 @@ void opd_config_default(opd_config *c)
     c->full = 1;
     c->micro_batch = 8;
     c->enable_thinking = CHAT_THINK_UNSET;
+    c->replay_seq = 1024;
+    c->replay_weight = 1.0f;
 }
 
 json_t *opd_config_json(const opd_config *c)
 {
-    return json_pack("{s:i,s:i,s:f,s:i,s:f,s:i,s:s,s:i,s:i}", "prompts", c->n_prompts,
-                     "samples", c->K, "temperature", (double)c->temperature, "top_k", c->top_k,
-                     "top_p", (double)c->top_p, "max_tokens", c->max_tokens,
-                     "kl", c->full ? "full" : "sampled", "micro_batch", c->micro_batch,
-                     "enable_thinking", c->enable_thinking);
+    json_t *j = json_pack("{s:i,s:i,s:f,s:i,s:f,s:i,s:s,s:i,s:i}", "prompts", c->n_prompts,
+                          "samples", c->K, "temperature", (double)c->temperature, "top_k", c->top_k,
+                          "top_p", (double)c->top_p, "max_tokens", c->max_tokens,
+                          "kl", c->full ? "full" : "sampled", "micro_batch", c->micro_batch,
+                          "enable_thinking", c->enable_thinking);
+    if (c->replay_batch)      /* absent in runs without replay, as before it existed */
+        json_object_set_new(j, "replay", json_pack("{s:i,s:i,s:f}", "batch", c->replay_batch,
+                                                   "seq", c->replay_seq, "weight", (double)c->replay_weight));
+    return j;
 }
 
 int opd_config_parse(opd_config *c, const json_t *j, const char *name)
@@ -56,6 +62,19 @@ int opd_config_parse(opd_config *c, const json_t *j, const char *name)
     c->top_k = (int)v[3]; c->top_p = (float)v[4]; c->max_tokens = (int)v[5];
     c->micro_batch = (int)v[6]; c->enable_thinking = (int)v[7];
     c->full = !strcmp(kl, "full");
+    const json_t *r = json_object_get(j, "replay");
+    if (r) {
+        const json_t *b = json_object_get(r, "batch"), *t = json_object_get(r, "seq"),
+                     *w = json_object_get(r, "weight");
+        if (!json_is_integer(b) || json_integer_value(b) < 1 || !json_is_integer(t) ||
+            json_integer_value(t) < 2 || !json_is_number(w)) {
+            hat_errat(name, 0, "trainer_state.json: malformed \"opd\".\"replay\" settings");
+            return -1;
+        }
+        c->replay_batch = (int)json_integer_value(b);
+        c->replay_seq = (int)json_integer_value(t);
+        c->replay_weight = (float)json_number_value(w);
+    }
     return 0;
 }
 
@@ -140,6 +159,7 @@ struct opd {
     model_cuda      *ds, *dt;    /* on a GPU (opd_use_device): the student's copy
                                     (borrowed) and the teacher's (owned) */
     gen_device       gdev;       /* where the student samples */
+    const train_data *replay;    /* domain sequences (opd_set_replay), borrowed */
 };
 
 typedef struct {
@@ -232,6 +252,34 @@ int opd_use_device(opd *o, train_device *td)
      * the last step downloaded */
     o->gdev = (gen_device){ HAT_DEVICE_AUTO, td->precision, 0 };
     return 0;
+}
+
+int opd_set_replay(opd *o, const train_data *d, char **err)
+{
+    if (o->ds) {
+        *err = xstrdup("--replay trains on the CPU only (use --device cpu)");
+        return -1;
+    }
+    o->replay = d;
+    return 0;
+}
+
+/* Add w * (mean cross-entropy) of step's replay sequences to the
+ * student's gradient; the mean goes into M. */
+static void replay_pass(opd *o, const train_state *s, opd_metrics *M)
+{
+    train_state rs = { .B = o->c.replay_batch, .T = o->c.replay_seq, .accum = 1, .seed = s->seed,
+                       .data_pos = s->step * (long)o->c.replay_batch, .bucket = 1 };
+    size_t N = (size_t)rs.B * rs.T;
+    int *tok = xmalloc(N * sizeof *tok), *tgt = xmalloc(N * sizeof *tgt);
+    int Tb = train_fill_batch(o->replay, &rs, tok, tgt);
+    model_forward(o->s, tok, tgt, rs.B, Tb);
+    long n = o->s->n_targets;
+    model_backward(o->s, n ? o->c.replay_weight / n : 0, 0);
+    M->replay_loss = n ? o->s->loss_sum / n : 0;
+    M->replay_tokens = n;
+    free(tok);
+    free(tgt);
 }
 
 /* Record at global position k: epoch k / n in its own permutation. */
@@ -398,6 +446,8 @@ int opd_step(opd *o, train_state *s, float *exp_avg, float *exp_avg_sq, opd_metr
     else { model_alloc_grads(o->s); model_zero_grad(o->s); }
     float scale = ctoks ? 1.0f / ctoks : 0;
     double sum = kl_pass(o, x, total, o->c.full, 1, scale, &tokens);
+    M->replay_loss = -1;
+    if (o->replay) replay_pass(o, s, M);
     M->lr = optim_lr(&s->opt, s->step);
     if (o->ds) {   /* the moments stay on the device; the sampler gets the weights */
         M->grad_norm = model_cuda_grad_clip(o->ds, s->opt.grad_clip);
@@ -451,5 +501,6 @@ json_t *opd_metrics_json(const opd_metrics *M, long step)
         "tokens_per_s", tt > 0 ? M->gen_tokens / tt : 0,
         "time", "generation", M->t_gen, "optimisation", M->t_opt);
     json_object_set_new(j, "ifeval_pass", M->ifeval_pass >= 0 ? json_real(M->ifeval_pass) : json_null());
+    json_object_set_new(j, "replay_loss", M->replay_loss >= 0 ? json_real(M->replay_loss) : json_null());
     return j;
 }

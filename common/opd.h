@@ -14,7 +14,15 @@
  * Prompts are general-gen records (man 5 general.jsonl): the messages up to
  * and including the first user message, rendered with the generation
  * prompt.  Prompt i of the data order draws completions from the streams
- * i * K + k. */
+ * i * K + k.
+ *
+ * Replay (opd_set_replay): OPD towards a base that knows nothing of the
+ * domain pulls the student off it long before instruction following
+ * comes back (examples/results/small-notes.md), so a step may also take
+ * replay_batch sequences of the domain's SFT data and add replay_weight
+ * times their mean cross-entropy to the loss: loss = KL + w * CE.  Step j
+ * takes the sequences j * replay_batch on of the data's seeded order, so
+ * a resumed run replays what an uninterrupted one would. */
 #ifndef HAT_OPD_H
 #define HAT_OPD_H
 
@@ -33,6 +41,9 @@ typedef struct {
     int   full;              /* 1 = full-vocabulary KL, 0 = sampled-token form */
     int   micro_batch;       /* sequences per forward pass */
     int   enable_thinking;   /* CHAT_THINK_* */
+    int   replay_batch;      /* domain sequences per step (0: no replay) */
+    int   replay_seq;        /* their length; longer ones are cut */
+    float replay_weight;     /* weight of their cross-entropy in the loss */
 } opd_config;
 
 void    opd_config_default(opd_config *c);
@@ -61,6 +72,8 @@ typedef struct {
     double grad_norm;
     float  lr;
     double t_gen, t_opt;
+    double replay_loss;      /* mean CE over the replay targets; -1 without replay */
+    long   replay_tokens;
 } opd_metrics;
 
 typedef struct opd opd;
@@ -79,6 +92,9 @@ int   opd_prompt_ids(const tokenizer *t, const json_t *rec, int enable_thinking,
 opd  *opd_new(const opd_config *c, model *student, model *teacher, const tokenizer *t,
               const json_t *prompts, char **err);
 void  opd_free(opd *o);
+/* Replay the domain sequences d (borrowed) as c->replay_* say; CPU only:
+ * -1 with *err when the student trains on a GPU. */
+int   opd_set_replay(opd *o, const train_data *d, char **err);
 /* One step: s->data_pos advances by n_prompts, s->step by 1. */
 int   opd_step(opd *o, train_state *s, float *exp_avg, float *exp_avg_sq, opd_metrics *M, char **err);
 json_t *opd_metrics_json(const opd_metrics *M, long step);

@@ -53,4 +53,32 @@ before=$(kl_on "$T/student.ckpt" before); after=$(kl_on "$T/d.ckpt" after)
 echo "# held-out KL before $before after $after"
 if awk -v a="$before" -v b="$after" 'BEGIN { exit !(b < a * 0.9) }'; then pass "OPD pulls the student towards the teacher"
 else flunk "OPD pulls the student towards the teacher" "before $before after $after"; fi
+# Replay: each step also trains on domain sequences (here general-gen's
+# base split, answers included) by their cross-entropy.
+general-gen --split base -n 24 --seed 3 -o "$T/dom.jsonl" 2>/dev/null
+R="--replay $T/dom.jsonl --replay-batch 4 --replay-seq 256"
+ok "--replay, weight 0" opd-step $S --steps 2 --lr 1e-3 $R --replay-weight 0 --metrics "$T/w0.jsonl" -o "$T/w0.ckpt" "$T/p.jsonl"
+has "replay_loss metric" "$T/w0.jsonl" '"replay_loss":[0-9]'
+has "no replay, replay_loss null" "$T/m.jsonl" '"replay_loss":null'
+[ "$(jq -s '.[1].kl' "$T/w0.jsonl")" = "$(jq -s '.[1].kl' "$T/m.jsonl")" ] && pass "weight 0 steps as no replay" ||
+    flunk "weight 0 steps as no replay" "$(jq -s '.[1].kl' "$T/w0.jsonl") vs $(jq -s '.[1].kl' "$T/m.jsonl")"
+ok "replay one step" opd-step $S --steps 1 --lr 1e-3 --total-steps 2 $R -o "$T/q1.ckpt" "$T/p.jsonl"
+fails "resume without --replay refused" 1 opd-step --init "$T/q1.ckpt" --teacher "$T/teacher.ckpt" --resume --steps 1 -o "$T/q2.ckpt" "$T/p.jsonl"
+has "resume message" "$T/.err" 'q1.ckpt: this run replays domain data: give --replay FILE again'
+ok "replay resume" opd-step --init "$T/q1.ckpt" --teacher "$T/teacher.ckpt" --resume --steps 1 --replay "$T/dom.jsonl" -o "$T/q2.ckpt" "$T/p.jsonl"
+ok "replay two steps" opd-step $S --steps 2 --lr 1e-3 $R -o "$T/q.ckpt" "$T/p.jsonl"
+same "replay: 1 + resume 1 = 2 steps" "$T/q.ckpt" "$T/q2.ckpt"
+{ head -n 2 "$T/dom.jsonl"; echo '{"messages": 7}'; } >"$T/baddom.jsonl"
+fails "bad replay data" 1 opd-step $S --steps 1 --replay "$T/baddom.jsonl" -o "$T/x.ckpt" "$T/p.jsonl"
+has "bad replay message" "$T/.err" 'baddom.jsonl:3'
+fails "--replay-seq over the context" 1 opd-step $S --steps 1 --replay "$T/dom.jsonl" --replay-seq 4096 -o "$T/x.ckpt" "$T/p.jsonl"
+# The domain's loss after 12 distillation steps, with and without replay,
+# measured as the first replay batch's cross-entropy under --lr 0.
+ce_on() { opd-step --init "$1" --teacher "$T/teacher.ckpt" --prompts-per-step 1 --samples 1 --max-tokens 4 --lr 0 \
+              --steps 1 $R --replay-batch 16 --metrics "$T/ce_$2.jsonl" -o "$T/ce_$2.ckpt" "$T/e.jsonl" && jq .replay_loss "$T/ce_$2.jsonl"; }
+ok "distil with replay" opd-step $S --steps 12 --lr 3e-3 $R --replay-weight 1 -o "$T/dr.ckpt" "$T/p.jsonl"
+plain=$(ce_on "$T/d.ckpt" plain); kept=$(ce_on "$T/dr.ckpt" kept)
+echo "# domain cross-entropy after 12 steps: without replay $plain, with $kept"
+if awk -v a="$plain" -v b="$kept" 'BEGIN { exit !(b < a * 0.9) }'; then pass "replay keeps the domain's loss lower"
+else flunk "replay keeps the domain's loss lower" "without $plain with $kept"; fi
 ok "man page" sh -c "MANWIDTH=80 man -l '$HAT_TOP/man/man1/opd-step.1' >/dev/null"
