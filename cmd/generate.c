@@ -75,7 +75,7 @@ static char *gen_text(const texter *x, gen_engine *e, int slot, size_t *len, lon
 {
     int n;
     const int *ids = gen_output(e, slot, &n);
-    char *t = tok_decode(x->tok, ids, (size_t)n, TOK_SKIP_SPECIAL, len);
+    char *t = tok_decode_model(x->tok, ids, (size_t)n, TOK_SKIP_SPECIAL, len);
     *cut = -1;
     for (int i = 0; t && i < x->n_stop_text; i++) {
         const char *p = memmem(t, *len, x->stop_text[i], strlen(x->stop_text[i]));

@@ -409,7 +409,7 @@ static void ifeval_samples(opd *o, const sample *x, int total, long *passed, lon
         if (!json_array_size(ids) || !json_is_array(kw)) continue;
         int nc = x[i].n - x[i].n_prompt - x[i].stopped;
         size_t len;
-        char *text = tok_decode(o->tok, x[i].ids + x[i].n_prompt, nc > 0 ? nc : 0, TOK_SKIP_SPECIAL, &len);
+        char *text = tok_decode_model(o->tok, x[i].ids + x[i].n_prompt, nc > 0 ? nc : 0, TOK_SKIP_SPECIAL, &len);
         ifeval_verdict v;
         char *err = NULL;
         if (text && ifeval_score(ids, kw, text, &v, &err) == 0) {

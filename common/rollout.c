@@ -373,25 +373,15 @@ static void play_turn(rollout *r, conv *c, const int *ids, int n, const float *l
     next_turn(r, c, done);
 }
 
-/* Ids to text.  A model may have more ids than its tokenizer (padding
- * rows of the embedding); such an id reads as U+FFFD, as an undecodable
- * byte would.  The text may hold NUL bytes: len says how long it is. */
+/* Ids to text (tok_decode_model: an id past the tokenizer reads as
+ * U+FFFD).  The text may hold NUL bytes: len says how long it is. */
 static void decode(const tokenizer *t, const int *ids, int n, sbuf *out)
 {
+    size_t len;
+    char *s = tok_decode_model(t, ids, (size_t)n, 0, &len);
     sbuf_init(out);
-    int V = tok_vocab_size(t);
-    for (int i = 0; i < n;) {
-        int j = i;
-        while (j < n && ids[j] >= 0 && ids[j] < V) j++;
-        if (j > i) {
-            size_t len;
-            char *s = tok_decode(t, ids + i, j - i, 0, &len);
-            if (s) sbuf_add(out, s, len);
-            free(s);
-        }
-        if (j < n) sbuf_puts(out, "\xEF\xBF\xBD");
-        i = j + 1;
-    }
+    sbuf_add(out, s, len);
+    free(s);
 }
 
 /* A model turn has ended: decode it (without the stop token) and play it.

@@ -513,16 +513,10 @@ static char *job_text(serve *s, serve_job *j, int drop_last, size_t *len)
     int n;
     const int *ids = gen_output(s->e, j->slot, &n);
     if (drop_last && n > 0) n--;
-    /* A model whose vocabulary is padded past its tokenizer's (Qwen3's is)
-     * can sample an id no token has: it decodes to nothing, as Hugging
-     * Face's decode skips it, and never to a failed decode, which would
-     * empty the whole reply after the stream had sent its start. */
-    int *kept = xmalloc(((size_t)n + 1) * sizeof *kept), nk = 0;
-    for (int i = 0; i < n; i++)
-        if (tok_token_str(s->c.t, ids[i])) kept[nk++] = ids[i];
+    /* an id past the tokenizer reads as U+FFFD (as in rollout), never as
+     * a failed decode that would empty the reply the stream had begun */
     size_t m = 0;
-    char *d = tok_decode(s->c.t, kept, (size_t)nk, 0, &m);
-    free(kept);
+    char *d = tok_decode_model(s->c.t, ids, (size_t)n, 0, &m);
     sbuf b;
     sbuf_init(&b);
     sbuf_puts(&b, j->prefix);

@@ -874,13 +874,18 @@ int tok_encode_segments(const tokenizer *t, const tok_segment *seg, size_t nseg,
 
 /* --- decoding ------------------------------------------------------------ */
 
-char *tok_decode(const tokenizer *t, const int *ids, size_t n, int flags, size_t *len)
+/* lossy: an id no token has reads as U+FFFD instead of failing. */
+static char *decode_ids(const tokenizer *t, const int *ids, size_t n, int flags, size_t *len, int lossy)
 {
     sbuf raw, out;
     sbuf_init(&raw);
     for (size_t i = 0; i < n; i++) {
         int id = ids[i];
-        if (id < 0 || id >= t->vocab_size || !t->str[id]) { sbuf_free(&raw); return NULL; }
+        if (id < 0 || id >= t->vocab_size || !t->str[id]) {
+            if (!lossy) { sbuf_free(&raw); return NULL; }
+            sbuf_add(&raw, "\xEF\xBF\xBD", 3);
+            continue;
+        }
         if ((flags & TOK_SKIP_SPECIAL) && t->special[id]) continue;
         sbuf_add(&raw, t->dec[id], t->dec_len[id]);
     }
@@ -890,4 +895,14 @@ char *tok_decode(const tokenizer *t, const int *ids, size_t n, int flags, size_t
     if (len) *len = out.len;
     if (!out.s) sbuf_add(&out, "", 0);
     return sbuf_detach(&out);
+}
+
+char *tok_decode(const tokenizer *t, const int *ids, size_t n, int flags, size_t *len)
+{
+    return decode_ids(t, ids, n, flags, len, 0);
+}
+
+char *tok_decode_model(const tokenizer *t, const int *ids, size_t n, int flags, size_t *len)
+{
+    return decode_ids(t, ids, n, flags, len, 1);
 }

@@ -100,6 +100,11 @@ int tok_encode_segments(const tokenizer *t, const tok_segment *seg, size_t nseg,
  * NULL if an id is outside [0, tok_vocab_size). */
 enum { TOK_SKIP_SPECIAL = 1 };
 char *tok_decode(const tokenizer *t, const int *ids, size_t n, int flags, size_t *len);
+/* tok_decode for what a model generated: a model may have more ids than
+ * its tokenizer (padding rows of the embedding, as Qwen3's), and such an
+ * id (or an unused one) reads as U+FFFD, as an undecodable byte would,
+ * instead of failing the whole decode.  Never NULL. */
+char *tok_decode_model(const tokenizer *t, const int *ids, size_t n, int flags, size_t *len);
 
 /* Id of a token given as it appears in tokenizer.json (a byte-level string
  * such as "Ġthe", or an added token's content such as "<|im_end|>"), or

@@ -219,6 +219,17 @@ static void decode_replaces_invalid_bytes(void)
     free(d);
     int out_of_range[] = { 9707, 151669 };
     CHECK(tok_decode(t, out_of_range, 2, 0, &len) == NULL);
+    /* what a model generated: an id past the tokenizer (Qwen3's model has
+     * 151,936 rows for 151,669 ids) is U+FFFD, the rest decodes */
+    int generated[] = { 9707, 151700, 9707 };
+    char *w = tok_decode(t, generated, 1, 0, &len);
+    char *want = xasprintf("%s\xEF\xBF\xBD%s", w, w);
+    d = tok_decode_model(t, generated, 3, 0, &len);
+    CHECK_STR(d, want);
+    CHECK_EQ_INT((long long)len, (long long)strlen(want));
+    free(d);
+    free(w);
+    free(want);
     sbuf_free(&b);
 }
 
