@@ -77,7 +77,7 @@ static char *gen_text(const texter *x, gen_engine *e, int slot, size_t *len, lon
     const int *ids = gen_output(e, slot, &n);
     char *t = tok_decode_model(x->tok, ids, (size_t)n, TOK_SKIP_SPECIAL, len);
     *cut = -1;
-    for (int i = 0; t && i < x->n_stop_text; i++) {
+    for (int i = 0; i < x->n_stop_text; i++) {
         const char *p = memmem(t, *len, x->stop_text[i], strlen(x->stop_text[i]));
         if (p && (*cut < 0 || p - t < *cut)) *cut = p - t;
     }
@@ -95,7 +95,7 @@ static json_t *finish(const texter *x, gen_engine *e, int slot, job *j, int logp
         size_t len;
         long cut;
         char *t = gen_text(x, e, slot, &len, &cut);
-        json_object_set_new(o, "text", json_stringn(t ? t : "", cut >= 0 ? (size_t)cut : (t ? len : 0)));
+        json_object_set_new(o, "text", json_stringn(t, cut >= 0 ? (size_t)cut : len));
         free(t);
     }
     json_object_set_new(o, "finish", json_string(stopped || gen_status(e, slot) == GEN_STOP ? "stop" : "length"));

@@ -60,12 +60,11 @@ const char *bank_pick(const json_t *bank, const char *key, rng_t *r)
     return l ? json_string_value(json_array_get(l, rng_below(r, json_array_size(l)))) : NULL;
 }
 
-/* Count tmpl's forms; with out, also append form k (mixed radix, the
- * first group the most significant digit). */
-static long groups(const char *tmpl, long k, sbuf *out)
+/* Count tmpl's forms; with out, also append form k of the n there are
+ * (mixed radix, the first group the most significant digit). */
+static long groups(const char *tmpl, long k, long n_forms, sbuf *out)
 {
-    long n = 1, rest = 1;
-    if (out) rest = bank_forms(tmpl);
+    long n = 1, rest = n_forms;
     for (const char *s = tmpl; *s; ) {
         if ((s[0] == '[' && s[1] == '[') || (s[0] == ']' && s[1] == ']')) {
             if (out) sbuf_putc(out, s[0]);
@@ -99,7 +98,7 @@ static long groups(const char *tmpl, long k, sbuf *out)
 
 long bank_forms(const char *tmpl)
 {
-    long n = groups(tmpl, 0, NULL);
+    long n = groups(tmpl, 0, 0, NULL);
     return n < 0 ? 0 : n;
 }
 
@@ -108,7 +107,7 @@ int bank_form(sbuf *out, const char *tmpl, long k)
     long n = bank_forms(tmpl);
     if (!n || k < 0 || k >= n) return -1;
     size_t mark = out->len;
-    if (groups(tmpl, k, out) < 0) {
+    if (groups(tmpl, k, n, out) < 0) {
         out->len = mark;
         if (out->s) out->s[mark] = 0;
         return -1;

@@ -277,7 +277,6 @@ static void replay_pass(opd *o, const train_state *s, opd_metrics *M)
     long n = o->s->n_targets;
     model_backward(o->s, n ? o->c.replay_weight / n : 0, 0);
     M->replay_loss = n ? o->s->loss_sum / n : 0;
-    M->replay_tokens = n;
     free(tok);
     free(tgt);
 }
@@ -412,7 +411,7 @@ static void ifeval_samples(opd *o, const sample *x, int total, long *passed, lon
         char *text = tok_decode_model(o->tok, x[i].ids + x[i].n_prompt, nc > 0 ? nc : 0, TOK_SKIP_SPECIAL, &len);
         ifeval_verdict v;
         char *err = NULL;
-        if (text && ifeval_score(ids, kw, text, &v, &err) == 0) {
+        if (ifeval_score(ids, kw, text, &v, &err) == 0) {
             int all = 1;
             for (int k = 0; k < v.n; k++) all &= v.strict[k];
             *passed += all;

@@ -73,7 +73,6 @@ typedef struct {
     float  lr;
     double t_gen, t_opt;
     double replay_loss;      /* mean CE over the replay targets; -1 without replay */
-    long   replay_tokens;
 } opd_metrics;
 
 typedef struct opd opd;

@@ -520,7 +520,7 @@ static char *job_text(serve *s, serve_job *j, int drop_last, size_t *len)
     sbuf b;
     sbuf_init(&b);
     sbuf_puts(&b, j->prefix);
-    if (d) sbuf_add(&b, d, m);
+    sbuf_add(&b, d, m);
     free(d);
     *len = b.len;
     return sbuf_detach(&b);

@@ -17,10 +17,10 @@
 # With "words", the banks hold real English words instead ("harbor_lantern",
 # "ribbonPilot"), drawn at random whatever the function: the words a real
 # tokenizer keeps whole (Qwen3's, tests/fixtures/conformance: 4-10 letters,
-# about 20,000), less every word of HSA's train and held-out vocabularies
-# and of tools/dev-names.json, so no name says its function and none is a
-# word the evaluation or the dev split renames with.  The pinyin-like
-# banks stay made-up syllables.
+# 20,272), less every word of HSA's train and held-out vocabularies and
+# of tools/dev-names.json (19,595 left), so no name says its function and
+# none is a word the evaluation or the dev split renames with.  The
+# pinyin-like banks stay made-up syllables.
 set -eu
 [ $# -eq 2 ] || [ $# -eq 3 -a "${3:-}" = words ] || { echo "usage: nonce-vocab.sh SEED OUTDIR [words]" >&2; exit 2; }
 seed=$1 out=$2 mode=${3:-nonce}
