@@ -97,6 +97,9 @@ hsa_rewriter *hsa_rewriter_load(const json_t *j, const char *file);
 void          hsa_rewriter_free(hsa_rewriter *w);
 const char   *hsa_rewriter_split(const hsa_rewriter *w);
 const hsa_rewriter *hsa_vocab_rewriter(const hsa_vocab *v);   /* NULL: none */
+/* rules.json's rules that skill-content may add to a skill (an array of
+ * strings), or NULL when the vocabulary has none. */
+const json_t *hsa_vocab_added_rules(const hsa_vocab *v);
 /* Every synonym alternative, as a set (for the disjointness tests). */
 json_t *hsa_rewriter_alternatives(const hsa_rewriter *w);
 /* What a rewrite must keep: numbers and number words, {placeholders},

@@ -2,7 +2,8 @@
  *
  * skill-id:      mask skills the task does not need, inject distractor
  *                skills (function "distractor"), rename, rewrite descriptions.
- * skill-content: paraphrase rules, mask rules of skills the trajectory never
+ * skill-content: paraphrase rules, add rules from the vocabulary's bank
+ *                (rules.json), mask rules of skills the trajectory never
  *                loads, reorder rules.
  * Masking is conservative: never a skill the trajectory loads or the task's
  * gold needs, always at least one reply skill left, and only with a
@@ -18,6 +19,10 @@
 /* Masking is rarer than rewriting: a masked skill is a big change. */
 #define MASK_SHARE 0.3
 #define MAX_MASKED 3
+/* A week's edit adds a rule to some skills: a model trained on skills that
+ * never change length reads the last rule's words to choose a tool (e27: one
+ * added line saying "returns" sent HSA-SFT's size calls to the order tool). */
+#define ADD_SHARE 0.5
 
 static const char *str(const json_t *o, const char *k)
 {
@@ -159,6 +164,31 @@ static void paraphrase_rules(hsa_ctx *c, json_t *s, double p)
     }
 }
 
+/* One rule (two a third of the time) from the bank, at random places, none
+ * the skill already has.  Nothing is drawn when the bank is empty, so a
+ * vocabulary without rules.json gives the variants it gave before. */
+static void add_rules(hsa_ctx *c, json_t *s, double p)
+{
+    const json_t *bank = hsa_vocab_added_rules(c->v);
+    json_t *rules = json_object_get(s, "rules");
+    size_t nb = json_array_size(bank);
+    if (!nb || !json_is_array(rules) || !rng_chance(c->r, p * ADD_SHARE)) return;
+    int n = rng_below(c->r, 3) ? 1 : 2;
+    for (int k = 0; k < n; k++) {
+        const char *t = json_string_value(json_array_get(bank, rng_below(c->r, nb)));
+        size_t i;
+        json_t *r;
+        int dup = 0;
+        json_array_foreach(rules, i, r) dup |= json_is_string(r) && !strcmp(json_string_value(r), t);
+        if (dup) continue;
+        size_t at = rng_below(c->r, json_array_size(rules) + 1);
+        hsa_op(c, HSA_SKILL_CONTENT, "add_rule", "function", json_str(str(s, "function")),
+               "skill", json_str(str(s, "name")), "rule", json_str(t),
+               "at", json_integer((json_int_t)at), NULL);
+        json_array_insert_new(rules, at, json_str(t));
+    }
+}
+
 static void mask_rules(hsa_ctx *c, json_t *s, double p)
 {
     json_t *rules = json_object_get(s, "rules");
@@ -200,6 +230,7 @@ void hsa_skill_content(hsa_ctx *c)
     json_t *s;
     json_array_foreach(json_object_get(c->h, "skills"), i, s) {
         paraphrase_rules(c, s, p);
+        add_rules(c, s, p);
         /* Only skills whose text never shows in the trajectory. */
         if (c->need && !needed(c, s)) mask_rules(c, s, p);
         reorder_rules(c, s, p);

@@ -22,6 +22,7 @@ struct hsa_vocab {
     char   *name;
     json_t *names, *para, *hooks;
     hsa_rewriter *rw;   /* rewrite.json; NULL when the directory has none */
+    json_t *added;      /* rules.json's "added"; NULL when the directory has none */
     json_t *bank;       /* hsa-bank files: hash → alternatives of this split */
 };
 
@@ -431,6 +432,48 @@ static int load_rewriter(hsa_vocab *v, const char *dir)
     return rc;
 }
 
+/* rules.json is optional too: {"added": [rule, ...]}, rules that skill-content
+ * may add to a skill.  They are harness text the judge never reads, so they
+ * must not look like a limit or a template: no digits, no braces, one line. */
+static int load_added_rules(hsa_vocab *v, const char *dir)
+{
+    char *p = xasprintf("%s/rules.json", dir);
+    struct stat st;
+    int bad = 0;
+    if (stat(p, &st) == 0) {
+        json_t *j = json_load_path(p);
+        json_t *a = j ? json_object_get(j, "added") : NULL;
+        if (!j) bad = 1;
+        else if (!json_is_array(a)) {
+            hat_errat(p, 0, "\"added\": not an array of rules");
+            bad = 1;
+        }
+        size_t i;
+        json_t *r;
+        json_t *seen = json_object();
+        json_array_foreach(bad ? NULL : a, i, r) {
+            const char *t = json_string_value(r);
+            const char *why = !t ? "not a string"
+                : !*t || strlen(t) > 200 ? "empty or over 200 bytes"
+                : strpbrk(t, "0123456789{}\n") ? "holds a digit, a brace or a newline"
+                : json_object_get(seen, t) ? "repeats an earlier rule" : NULL;
+            if (why) {
+                hat_errat(p, 0, "added[%zu]: %s", i, why);
+                bad = 1;
+                break;
+            }
+            json_object_set_new(seen, t, json_true());
+        }
+        json_decref(seen);
+        if (!bad) v->added = json_incref(a);
+        json_decref(j);
+    }
+    free(p);
+    return bad ? -1 : 0;
+}
+
+const json_t *hsa_vocab_added_rules(const hsa_vocab *v) { return v->added; }
+
 hsa_vocab *hsa_vocab_load(const char *name)
 {
     char *dir = NULL;
@@ -456,7 +499,7 @@ hsa_vocab *hsa_vocab_load(const char *name)
     v->para = load_part(dir, "paraphrases.json", &pp);
     v->hooks = load_part(dir, "hooks.json", &ph);
     int bad = !v->names || !v->para || !v->hooks;
-    if (!bad) bad = load_rewriter(v, dir) < 0;
+    if (!bad) bad = load_rewriter(v, dir) < 0 || load_added_rules(v, dir) < 0;
     if (!bad) {
         bad |= check_words(v->names, pn, "names");
         const char *k;
@@ -483,6 +526,7 @@ void hsa_vocab_free(hsa_vocab *v)
     json_decref(v->para);
     json_decref(v->hooks);
     hsa_rewriter_free(v->rw);
+    json_decref(v->added);
     json_decref(v->bank);
     free(v->name);
     free(v);

@@ -8,7 +8,7 @@
 # nouns, the argument heads) replaced by made-up words of 2-3 syllables,
 # drawn from SEED (the same seed, the same bytes; about 6,000 distinct
 # names, far more than a small model can memorise).  Its texts
-# (paraphrases.json, hooks.json, rewrite.json) stay train's.  With the
+# (paraphrases.json, hooks.json, rewrite.json, rules.json) stay train's.  With the
 # train vocabulary every renamed skill keeps a word of its function
 # ("deal_helper"), so a model can learn which word means which skill
 # instead of reading the harness; under these names the skill list's
@@ -28,7 +28,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 data=${HAT_DATA:-$top/data}
 src=$data/hsa/train
 mkdir -p "$out"
-for f in paraphrases.json hooks.json rewrite.json; do cp "$src/$f" "$out/$f"; done
+for f in paraphrases.json hooks.json rewrite.json rules.json; do cp "$src/$f" "$out/$f"; done
 : > "$out/.words"
 if [ "$mode" = words ]; then
     jq -r '.. | strings' "$data/hsa/train/names.json" "$data/hsa/heldout/names.json" "$top/examples/tools/dev-names.json" \

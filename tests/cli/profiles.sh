@@ -38,9 +38,11 @@ has "small: HSA-SFT trains on them" "$S" 'sft-step --init .*/base.ckpt --data .*
 grep 'sft-step --init .*/base.ckpt --data .*/hsa.jsonl' "$T/tiny.plan" > "$T/tinyhsa"
 has "tiny: HSA-SFT on hsa.jsonl as before" "$T/tinyhsa" 'hsa.jsonl'
 has "small: HAT is GRPO on HSA-SFT after OPD" "$S" 'grpo-step .*--init .*/hsa-sft-opd.ckpt --metrics .*/hat.jsonl'
-has "small: OPD 100 steps of lr 1e-4" "$S" 'opd-step --init .*/hsa-sft.ckpt .*--steps 100 .*--lr 1e-4'
-has "small: replaying HSA-SFT's own data" "$S" '^ *--replay .*/hsa-nonce1-w1200-real1-words1.jsonl --replay-batch 4'
-has "small: and Fixed-SFT's" "$S" '^ *--replay .*/sft1200/sessions.jsonl --replay-batch 4'
+has "small: OPD 20 steps of lr 3e-5" "$S" 'opd-step --init .*/hsa-sft.ckpt .*--steps 20 .*--lr 3e-5'
+hasnt "small: no replay" "$S" '^ *--replay '
+plan replay PROFILE=small OPD_REPLAY=4 results > "$T/replay.plan"
+has "small OPD_REPLAY=4: replaying HSA-SFT's own data" "$T/replay.plan" '^ *--replay .*/hsa-nonce1-w1200-real1-words1.jsonl --replay-batch 4'
+has "small OPD_REPLAY=4: and Fixed-SFT's" "$T/replay.plan" '^ *--replay .*/sft1200/sessions.jsonl --replay-batch 4'
 # The dev sets real and real-p1 are named from words that neither HSA
 # vocabulary has (else they would measure names a model trained on).
 jq -r '[.. | strings | select(. != "")] | .[]' "$E/tools/dev-names.json" | sort -u > "$T/devw"
