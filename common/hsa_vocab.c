@@ -417,19 +417,38 @@ static hsa_vocab *load_with_bank(const char *name)
     return v;
 }
 
+/* An optional file of a vocabulary directory: 0 with *j NULL when there is
+ * none, -1 when it does not load (the diagnostic names it).  *path is
+ * dir/file, for the caller's messages, to free. */
+static int load_optional(const char *dir, const char *file, json_t **j, char **path)
+{
+    struct stat st;
+    *path = xasprintf("%s/%s", dir, file);
+    int there = stat(*path, &st) == 0;
+    *j = there ? json_load_path(*path) : NULL;
+    return there && !*j ? -1 : 0;
+}
+
 /* rewrite.json is optional in a vocabulary directory of one's own. */
 static int load_rewriter(hsa_vocab *v, const char *dir)
 {
-    char *p = xasprintf("%s/rewrite.json", dir);
-    struct stat st;
-    int rc = 0;
-    if (stat(p, &st) == 0) {
-        json_t *j = json_load_path(p);
-        if (!j || !(v->rw = hsa_rewriter_load(j, p))) rc = -1;
-        json_decref(j);
-    }
+    json_t *j;
+    char *p;
+    int rc = load_optional(dir, "rewrite.json", &j, &p);
+    if (j && !(v->rw = hsa_rewriter_load(j, p))) rc = -1;
+    json_decref(j);
     free(p);
     return rc;
+}
+
+/* The first reason a rules.json entry is refused, or NULL. */
+static const char *bad_rule(const json_t *r, const json_t *seen)
+{
+    const char *t = json_string_value(r);
+    return !t ? "not a string"
+         : !*t || strlen(t) > 200 ? "empty or over 200 bytes"
+         : strpbrk(t, "0123456789{}\n") ? "holds a digit, a brace or a newline"
+         : json_object_get(seen, t) ? "repeats an earlier rule" : NULL;
 }
 
 /* rules.json is optional too: {"added": [rule, ...]}, rules that skill-content
@@ -437,39 +456,30 @@ static int load_rewriter(hsa_vocab *v, const char *dir)
  * must not look like a limit or a template: no digits, no braces, one line. */
 static int load_added_rules(hsa_vocab *v, const char *dir)
 {
-    char *p = xasprintf("%s/rules.json", dir);
-    struct stat st;
-    int bad = 0;
-    if (stat(p, &st) == 0) {
-        json_t *j = json_load_path(p);
-        json_t *a = j ? json_object_get(j, "added") : NULL;
-        if (!j) bad = 1;
-        else if (!json_is_array(a)) {
-            hat_errat(p, 0, "\"added\": not an array of rules");
-            bad = 1;
-        }
-        size_t i;
-        json_t *r;
-        json_t *seen = json_object();
-        json_array_foreach(bad ? NULL : a, i, r) {
-            const char *t = json_string_value(r);
-            const char *why = !t ? "not a string"
-                : !*t || strlen(t) > 200 ? "empty or over 200 bytes"
-                : strpbrk(t, "0123456789{}\n") ? "holds a digit, a brace or a newline"
-                : json_object_get(seen, t) ? "repeats an earlier rule" : NULL;
-            if (why) {
-                hat_errat(p, 0, "added[%zu]: %s", i, why);
-                bad = 1;
-                break;
-            }
-            json_object_set_new(seen, t, json_true());
-        }
-        json_decref(seen);
-        if (!bad) v->added = json_incref(a);
-        json_decref(j);
+    json_t *j;
+    char *p;
+    int rc = load_optional(dir, "rules.json", &j, &p);
+    json_t *a = json_object_get(j, "added"), *seen = json_object();
+    if (j && !json_is_array(a)) {
+        hat_errat(p, 0, "\"added\": not an array of rules");
+        rc = -1;
     }
+    size_t i;
+    json_t *r;
+    json_array_foreach(rc ? NULL : a, i, r) {
+        const char *why = bad_rule(r, seen);
+        if (why) {
+            hat_errat(p, 0, "added[%zu]: %s", i, why);
+            rc = -1;
+            break;
+        }
+        json_object_set_new(seen, json_string_value(r), json_true());
+    }
+    if (!rc && a) v->added = json_incref(a);
+    json_decref(seen);
+    json_decref(j);
     free(p);
-    return bad ? -1 : 0;
+    return rc;
 }
 
 const json_t *hsa_vocab_added_rules(const hsa_vocab *v) { return v->added; }
