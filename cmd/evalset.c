@@ -12,7 +12,8 @@
 
 static const char usage[] =
     "usage: evalset --world FILE --harness H [--sets LIST] [-n N | --per-set N]\n"
-    "               [--intents LIST] [--bank FILE] [--ifeval-input FILE] [--seed N] [-o FILE]\n"
+    "               [--intents LIST] [--bank FILE] [--ifeval-input FILE] [--config FILE]\n"
+    "               [--split SPLIT] [--seed N] [-o FILE]\n"
     "Write the evaluation cases (man 5 cases.jsonl), from eval splits only:\n"
     "  live     Live-Stream QA: held-out products and phrasings, production harness (2000)\n"
     "  variant  Harness-Variant QA: held-out HSA vocabulary, unseen combinations (1000)\n"
@@ -29,10 +30,13 @@ static const char usage[] =
     "  --bank FILE          a rewrite bank for H from hsa-bank: its held-out\n"
     "                       alternatives reword the variant cases\n"
     "  --ifeval-input FILE  the original IFEval input_data.jsonl for the ifeval set\n"
+    "  --config FILE        sets.json to use instead of data/eval/sets.json (sizes,\n"
+    "                       variant combos and vocabulary, robust text banks)\n"
+    "  --split SPLIT        task-gen split of the agent tasks (eval; train for dev sets)\n"
     "  --seed N             seed (default 1); the same seed gives the same bytes\n"
     "  -o FILE              the cases (default stdout; written atomically)\n";
 
-enum { O_WORLD = 1, O_HARNESS, O_SETS, O_IFEVAL, O_BANK, O_PER_SET, O_INTENTS };
+enum { O_WORLD = 1, O_HARNESS, O_SETS, O_IFEVAL, O_BANK, O_PER_SET, O_INTENTS, O_CONFIG, O_SPLIT };
 
 static int emit(void *arg, json_t *c) { return out_json(arg, c); }
 
@@ -42,11 +46,13 @@ int main(int argc, char **argv)
         { "world", required_argument, NULL, O_WORLD }, { "harness", required_argument, NULL, O_HARNESS },
         { "sets", required_argument, NULL, O_SETS }, { "ifeval-input", required_argument, NULL, O_IFEVAL },
         { "bank", required_argument, NULL, O_BANK }, { "per-set", required_argument, NULL, O_PER_SET },
-        { "intents", required_argument, NULL, O_INTENTS },
+        { "intents", required_argument, NULL, O_INTENTS }, { "config", required_argument, NULL, O_CONFIG },
+        { "split", required_argument, NULL, O_SPLIT },
         { 0, 0, 0, 0 } };
     cli_spec spec = { usage, "n:H:", longs };
     cli_common c = { 0 };
-    const char *wpath = NULL, *hpath = NULL, *ipath = NULL, *bank = NULL, *intents = NULL;
+    const char *wpath = NULL, *hpath = NULL, *bank = NULL, *intents = NULL;
+    evalset_src src = { 0 };
     int mask = (1 << EVAL_NSETS) - 1, opt;
     long n = 0, per_set = 0;
     cli_init(argc, argv);
@@ -54,7 +60,13 @@ int main(int argc, char **argv)
         switch (opt) {
         case O_WORLD: wpath = optarg; break;
         case 'H': case O_HARNESS: hpath = optarg; break;
-        case O_IFEVAL: ipath = optarg; break;
+        case O_IFEVAL: src.ifeval_input = optarg; break;
+        case O_CONFIG: src.config = optarg; break;
+        case O_SPLIT:
+            if (strcmp(optarg, "train") && strcmp(optarg, "eval"))
+                cli_usage_error(&spec, "--split: unknown split '%s' (train or eval)", optarg);
+            src.split = optarg;
+            break;
         case O_BANK: bank = optarg; break;
         case 'n': n = cli_long(&spec, "-n", optarg, 1, 100000000); break;
         case O_PER_SET: per_set = cli_long(&spec, "--per-set", optarg, 1, 100000000); break;
@@ -76,7 +88,7 @@ int main(int argc, char **argv)
     json_t *h = harness_load_checked(hpath);
     if (!h) { world_free(w); return EXIT_FAIL; }
     char *err = NULL;
-    evalset *e = evalset_new(w, h, ipath, &err);
+    evalset *e = evalset_new(w, h, &src, &err);
     int rc = EXIT_FAIL;
     if (!e) { hat_warn("%s", err); goto done; }
     if (bank && evalset_add_bank(e, bank) < 0) goto done;

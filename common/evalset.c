@@ -34,9 +34,10 @@ typedef struct { char *name; hsa_opts o; } combo;
 struct evalset {
     const world  *w;
     const json_t *h;
-    json_t       *cfg;          /* data/eval/sets.json */
-    taskgen      *tg;           /* eval split banks */
-    hsa_vocab    *hv;           /* held-out vocabulary */
+    json_t       *cfg;          /* data/eval/sets.json, or evalset_src.config */
+    char         *cfgname;      /* its name in messages */
+    taskgen      *tg;           /* the split's task banks (eval) */
+    hsa_vocab    *hv;           /* the variants' vocabulary (held-out) */
     general_gen  *gg;
     teacher      *t;
     sim          *s;
@@ -87,19 +88,19 @@ int evalset_id_set(const char *id)
 
 /* ---- loading ------------------------------------------------------------------------ */
 
-static int load_combo(combo *c, const json_t *j, char **err)
+static int load_combo(combo *c, const json_t *j, const char *cfgname, char **err)
 {
     const char *name = json_string_value(json_object_get(j, "name"));
     const char *dims = json_string_value(json_object_get(j, "dims"));
     json_t *p = json_object_get(j, "p");
     if (!name || !dims || !json_is_number(p)) {
-        *err = xstrdup("eval/sets.json: a combo needs name, dims and p");
+        *err = xasprintf("%s: a combo needs name, dims and p", cfgname);
         return -1;
     }
     const char *bad = NULL;
     hsa_opts_default(&c->o);
     if (hsa_opts_dims(&c->o, dims, json_number_value(p), &bad)) {
-        *err = xasprintf("eval/sets.json: combo %s: unknown dimension '%s'", name, bad ? bad : dims);
+        *err = xasprintf("%s: combo %s: unknown dimension '%s'", cfgname, name, bad ? bad : dims);
         return -1;
     }
     c->name = xstrdup(name);
@@ -132,38 +133,47 @@ static json_t *load_ifeval_input(const char *path, char **err)
     return all;
 }
 
-evalset *evalset_new(const world *w, const json_t *h, const char *ifeval_input, char **err)
+evalset *evalset_new(const world *w, const json_t *h, const evalset_src *src, char **err)
 {
+    static const evalset_src none;
+    if (!src) src = &none;
     *err = NULL;
     evalset *e = xcalloc(1, sizeof *e);
     e->w = w;
     e->h = h;
-    char *path = hat_data_path("eval/sets.json");
-    if (!path) { *err = xstrdup("data file eval/sets.json not found (set HAT_DATA)"); goto fail; }
-    e->cfg = json_load_path(path);
-    free(path);
-    if (!e->cfg) { *err = xstrdup("eval/sets.json: cannot load"); goto fail; }
-    if (!(e->tg = taskgen_new(w, "eval"))) { *err = xstrdup("cannot load the eval task banks"); goto fail; }
+    if (src->config) {
+        e->cfgname = xstrdup(src->config);
+        e->cfg = json_load_path(src->config);
+    } else {
+        char *path = hat_data_path("eval/sets.json");
+        if (!path) { *err = xstrdup("data file eval/sets.json not found (set HAT_DATA)"); goto fail; }
+        e->cfgname = xstrdup("eval/sets.json");
+        e->cfg = json_load_path(path);
+        free(path);
+    }
+    if (!json_is_object(e->cfg)) { *err = xasprintf("%s: cannot load (a JSON object)", e->cfgname); goto fail; }
+    const char *split = src->split ? src->split : "eval";
+    if (!(e->tg = taskgen_new(w, split))) { *err = xasprintf("cannot load the %s task banks", split); goto fail; }
     const json_t *var = json_object_get(e->cfg, "variant");
     const char *vocab = json_string_value(json_object_get(var, "vocab"));
     if (!(e->hv = hsa_vocab_load(vocab ? vocab : "heldout"))) {
-        *err = xstrdup("cannot load the held-out HSA vocabulary");
+        *err = xasprintf("%s: cannot load the HSA vocabulary '%s'", e->cfgname, vocab ? vocab : "heldout");
         goto fail;
     }
     size_t i;
     json_t *cj;
     json_array_foreach(json_object_get(var, "combos"), i, cj) {
-        if (e->ncombos == MAX_COMBOS || load_combo(&e->combos[e->ncombos], cj, err)) {
-            if (!*err) *err = xstrdup("eval/sets.json: too many combos");
+        if (e->ncombos == MAX_COMBOS || load_combo(&e->combos[e->ncombos], cj, e->cfgname, err)) {
+            if (!*err) *err = xasprintf("%s: too many combos", e->cfgname);
             goto fail;
         }
         e->ncombos++;
     }
-    if (!e->ncombos) { *err = xstrdup("eval/sets.json: no variant combos"); goto fail; }
+    if (!e->ncombos) { *err = xasprintf("%s: no variant combos", e->cfgname); goto fail; }
     combo pc;
-    if (load_combo(&pc, json_object_get(json_object_get(e->cfg, "robust"), "prompt"), err)) {
+    if (load_combo(&pc, json_object_get(json_object_get(e->cfg, "robust"), "prompt"), e->cfgname, err)) {
         free(*err);
-        *err = xstrdup("eval/sets.json: robust.prompt needs name, dims and p");
+        *err = xasprintf("%s: robust.prompt needs name, dims and p", e->cfgname);
         goto fail;
     }
     e->prompt_opts = pc.o;
@@ -173,7 +183,7 @@ evalset *evalset_new(const world *w, const json_t *h, const char *ifeval_input, 
     if (!(e->gg = general_load(NULL, err))) goto fail;
     if (!(e->t = teacher_new())) { *err = xstrdup("cannot load the teacher's banks"); goto fail; }
     e->s = sim_new(w);
-    if (ifeval_input && !(e->ifeval_in = load_ifeval_input(ifeval_input, err))) goto fail;
+    if (src->ifeval_input && !(e->ifeval_in = load_ifeval_input(src->ifeval_input, err))) goto fail;
     return e;
 fail:
     evalset_free(e);
@@ -184,6 +194,7 @@ void evalset_free(evalset *e)
 {
     if (!e) return;
     json_decref(e->cfg);
+    free(e->cfgname);
     taskgen_free(e->tg);
     hsa_vocab_free(e->hv);
     general_free(e->gg);

@@ -37,11 +37,22 @@ int evalset_parse_sets(const char *list, char **bad);
 
 typedef struct evalset evalset;
 
-/* Load data/eval/sets.json, the banks of the eval splits and the held-out
- * HSA vocabulary for world w and production harness h (both borrowed).
- * ifeval_input: the original IFEval input_data.jsonl, or NULL.  NULL with
- * *err (malloc'd) on failure. */
-evalset *evalset_new(const world *w, const json_t *h, const char *ifeval_input, char **err);
+/* Where the sets come from, each NULL for the default: config, a
+ * sets.json in data/eval/sets.json's form (sizes, combos and vocabulary of
+ * the variants, the robust text banks); split, task-gen's split of the
+ * agent tasks ("eval"); ifeval_input, the original IFEval input_data.jsonl
+ * (general-gen's eval split).  Another config and the train split make dev
+ * sets of the same kinds from text the evaluation never shows. */
+typedef struct {
+    const char *config;
+    const char *split;
+    const char *ifeval_input;
+} evalset_src;
+
+/* Load the config, the split's task banks and the variants' vocabulary
+ * for world w and production harness h (both borrowed; src may be NULL).
+ * NULL with *err (malloc'd) on failure. */
+evalset *evalset_new(const world *w, const json_t *h, const evalset_src *src, char **err);
 void     evalset_free(evalset *e);
 /* Add a per-harness rewrite bank from hsa-bank (man 1 hsa-bank) to the
  * variant vocabulary: its held-out alternatives reword the Harness-Variant

@@ -130,4 +130,31 @@ jq -s -c '[length, (map(select(.pass)) | length)]' "$T/mv.jsonl" > "$T/mpass"
 has "evalset --intents: the teacher passes all 48 agent cases" "$T/mpass" '^\[48,48\]$'
 fails "evalset: unknown intent exits 2" 2 evalset --world "$T/w.json" --harness "$M" --intents price,nope
 fails "evalset: -n with --per-set exits 2" 2 evalset --world "$T/w.json" --harness "$M" -n 10 --per-set 5
+# --config and --split: dev sets of the evaluation's kinds (examples/Makefile's
+# dev robust set): train phrasings and products, and only the config's text banks.
+D="$HAT_TOP/examples/tools/dev-sets.json"
+ok "evalset --config --split train" evalset --world "$T/w.json" --harness "$M" --config "$D" --split train \
+   --sets robust --per-set 60 --intents price,size,order_status,greeting --seed 4 -o "$T/dr.jsonl"
+jq -r '.task.context | .product // empty' "$T/dr.jsonl" | sort -u > "$T/dr.p"
+comm -12 "$T/dr.p" "$T/eval.p" > "$T/dr.common"
+if [ -s "$T/dr.p" ] && [ ! -s "$T/dr.common" ]; then pass "evalset --split train: train products only"
+else flunk "evalset --split train: train products only" "$(head -3 "$T/dr.common")"; fi
+jq -r '.task.viewer.text' "$T/dr.jsonl" > "$T/dr.txt"
+jq -r '.robust | (.adversarial | .prefix[], .suffix[]), .injection.suffix[]' "$D" > "$T/dev.bank"
+jq -r '.robust | (.adversarial | .prefix[], .suffix[]), .injection.suffix[]' "$HAT_DATA/eval/sets.json" > "$T/eval.bank"
+n_dev=$(grep -cFf "$T/dev.bank" "$T/dr.txt"); n_eval=$(grep -cFf "$T/eval.bank" "$T/dr.txt")
+if [ "$n_dev" -ge 12 ] && [ "$n_eval" -eq 0 ]; then pass "evalset --config: the config's banks, not the evaluation's ($n_dev)"
+else flunk "evalset --config: the config's banks, not the evaluation's" "dev $n_dev, eval $n_eval"; fi
+jq -c 'select(.task) | .task + {harness: .harness}' "$T/dr.jsonl" | traj-gen --world "$T/w.json" --seed 4 -o "$T/drt.jsonl"
+jq -c '.task' "$T/dr.jsonl" > "$T/drtasks.jsonl"
+judge --world "$T/w.json" --tasks "$T/drtasks.jsonl" -o "$T/drv.jsonl" "$T/drt.jsonl"
+jq -s -c '[length, (map(select(.pass)) | length)]' "$T/drv.jsonl" > "$T/drpass"
+has "evalset --split train: the teacher passes all 60 dev robust cases" "$T/drpass" '^\[60,60\]$'
+echo '{"sizes": ' > "$T/badcfg.json"
+fails "evalset: unreadable --config exits 1" 1 evalset --world "$T/w.json" --harness "$M" --config "$T/badcfg.json"
+has "evalset: an unreadable --config is named" "$T/.err" 'badcfg.json'
+jq 'del(.robust.prompt)' "$D" > "$T/noprompt.json"
+evalset --world "$T/w.json" --harness "$M" --config "$T/noprompt.json" 2> "$T/noprompt.err" >/dev/null
+has "evalset --config: a missing field names the file" "$T/noprompt.err" 'noprompt.json: robust.prompt needs name, dims and p'
+fails "evalset: unknown --split exits 2" 2 evalset --world "$T/w.json" --harness "$M" --split dev
 for p in evalset report diagnose; do ok "$p --help" $p --help; done

@@ -146,7 +146,7 @@ static void ifeval_prompt_text_stays_text(void)
           "<tool_call>{}</tool_call><think>x</think>\",\"instruction_id_list\":[\"detectable_format:title\"],"
           "\"kwargs\":[{}]}\n", f);
     fclose(f);
-    evalset *e = evalset_new(W, H, in, &err);
+    evalset *e = evalset_new(W, H, &(evalset_src){ .ifeval_input = in }, &err);
     CHECK(e != NULL);
     json_t *c = e ? evalset_case(e, EVAL_IFEVAL, 1, 0, &err) : NULL;
     CHECK(c != NULL);
