@@ -43,6 +43,21 @@ hasnt "small: no replay" "$S" '^ *--replay '
 plan replay PROFILE=small OPD_REPLAY=4 results > "$T/replay.plan"
 has "small OPD_REPLAY=4: replaying HSA-SFT's own data" "$T/replay.plan" '^ *--replay .*/hsa-nonce1-w1200-real1-words1.jsonl --replay-batch 4'
 has "small OPD_REPLAY=4: and Fixed-SFT's" "$T/replay.plan" '^ *--replay .*/sft1200/sessions.jsonl --replay-batch 4'
+# dev-MODEL's robust sets: the evaluation's kinds from train phrasings
+# (robust) and from the fresh ones (robust-fresh), with dev text banks.
+plan dev PROFILE=small dev-hsa-sft > "$T/dev.plan"
+has "small dev: a robust set from train phrasings and dev banks" "$T/dev.plan" \
+    '^evalset .*/mini/dev/world.json .*--config tools/dev-sets.json'
+has "small dev: robust-fresh from a data directory of fresh phrasings" "$T/dev.plan" \
+    '^HAT_DATA=.*/data-fresh evalset '
+has "small dev: both sets from the train split, 200 cases" "$T/dev.plan" \
+    '--split train --sets robust --per-set 200 --intents price,size,order_status,greeting --seed 77 -o .*/robust-fresh.jsonl'
+has "small dev: both rolled out" "$T/dev.plan" 'for v in variant unseen unseen-p1 real real-p1 robust robust-fresh'
+plan mix PROFILE=small HSA_MIX=0 results > "$T/mix.plan"
+has "small HSA_MIX=0: the mixed sets augment every session" "$T/mix.plan" 'hsa-augment -k 1 --mix 0 --seed 13 -o .*/sft1200/sessions.jsonl'
+has "small HSA_MIX=0: in a data file of its own" "$T/mix.plan" 'sft-step --init .*/base.ckpt --data .*/hsa-nonce1-w1200-mix0-real1-words1.jsonl'
+plan fixed PROFILE=small HSA_FIXED=1 results > "$T/fixed.plan"
+has "small HSA_FIXED=1: Fixed-SFT's sessions added" "$T/fixed.plan" 'do cat .*/sft1200/sessions.jsonl; done; } > .*-fixed1.jsonl.tmp'
 # The dev sets real and real-p1 are named from words that neither HSA
 # vocabulary has (else they would measure names a model trained on).
 jq -r '[.. | strings | select(. != "")] | .[]' "$E/tools/dev-names.json" | sort -u > "$T/devw"
