@@ -38,6 +38,13 @@ has "small: HSA-SFT trains on them" "$S" 'sft-step --init .*/base.ckpt --data .*
 grep 'sft-step --init .*/base.ckpt --data .*/hsa.jsonl' "$T/tiny.plan" > "$T/tinyhsa"
 has "tiny: HSA-SFT on hsa.jsonl as before" "$T/tinyhsa" 'hsa.jsonl'
 has "small: HAT is GRPO on HSA-SFT after OPD" "$S" 'grpo-step .*--init .*/hsa-sft-opd.ckpt --metrics .*/hat.jsonl'
+# GRPO trains on a training world's tasks, never on the world the
+# evaluation's cases come from (session 17).
+has "small: GRPO's world is a training world" "$S" 'world-gen --seed 101 --products 40 -o .*/rl-world.json'
+has "small: GRPO's tasks come from it" "$S" 'task-gen --world .*/rl-world.json '
+grep '^grpo-step ' "$S" | grep -c -- '--world .*/rl-world.json ' > "$T/nrl"
+has "small: all four GRPO runs on it" "$T/nrl" '^4$'
+hasnt "small: no GRPO run on the evaluation's world" "$S" '^grpo-step --world .*/world.json '
 has "small: OPD 20 steps of lr 3e-5" "$S" 'opd-step --init .*/hsa-sft.ckpt .*--steps 20 .*--lr 3e-5'
 hasnt "small: no replay" "$S" '^ *--replay '
 plan replay PROFILE=small OPD_REPLAY=4 results > "$T/replay.plan"
