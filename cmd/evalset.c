@@ -4,11 +4,11 @@
 #include "harness.h"
 #include "harness_compile.h"
 #include "jsonl.h"
+#include "tasks.h"
 #include "util.h"
 #include "world.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 static const char usage[] =
     "usage: evalset --world FILE --harness H [--sets LIST] [-n N | --per-set N]\n"
@@ -63,7 +63,7 @@ int main(int argc, char **argv)
         case O_IFEVAL: src.ifeval_input = optarg; break;
         case O_CONFIG: src.config = optarg; break;
         case O_SPLIT:
-            if (strcmp(optarg, "train") && strcmp(optarg, "eval"))
+            if (!taskgen_split_known(optarg))
                 cli_usage_error(&spec, "--split: unknown split '%s' (train or eval)", optarg);
             src.split = optarg;
             break;

@@ -6,7 +6,6 @@
 #include "world.h"
 
 #include <stdlib.h>
-#include <string.h>
 
 static const char usage[] =
     "usage: task-gen --world FILE [-n N] [--split train|eval] [--faults F]\n"
@@ -43,7 +42,7 @@ int main(int argc, char **argv)
     }
     if (optind < argc) cli_usage_error(&spec, "unexpected argument '%s'", argv[optind]);
     if (!wpath) cli_usage_error(&spec, "--world is required");
-    if (strcmp(split, "train") && strcmp(split, "eval")) cli_usage_error(&spec, "--split: 'train' or 'eval', not '%s'", split);
+    if (!taskgen_split_known(split)) cli_usage_error(&spec, "--split: 'train' or 'eval', not '%s'", split);
     if (intent && !task_intent_known(intent)) cli_usage_error(&spec, "--intent: unknown intent '%s'", intent);
     world *w = world_load(wpath);
     if (!w) return EXIT_FAIL;

@@ -76,9 +76,14 @@ void taskgen_free(taskgen *g)
     free(g);
 }
 
+int taskgen_split_known(const char *split)
+{
+    return !strcmp(split, "train") || !strcmp(split, "eval");
+}
+
 taskgen *taskgen_new(const world *w, const char *split)
 {
-    if (strcmp(split, "train") && strcmp(split, "eval")) {
+    if (!taskgen_split_known(split)) {
         hat_errat(NULL, 0, "unknown split '%s' (train or eval)", split);
         return NULL;
     }

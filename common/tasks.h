@@ -18,6 +18,8 @@ extern const char *const task_intents[TASK_N_INTENTS];
 
 typedef struct taskgen taskgen;
 
+/* Whether split names a split of data/tasks ("train" or "eval"). */
+int taskgen_split_known(const char *split);
 /* Load the banks of split ("train" or "eval"); NULL + message. */
 taskgen *taskgen_new(const world *w, const char *split);
 void     taskgen_free(taskgen *g);
