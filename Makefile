@@ -81,9 +81,10 @@ endif
 LIB_SRC   += $(wildcard kernels/cuda/*.c)
 LIB_OBJ   += $(patsubst %.c,$(BUILD)/%.o,$(wildcard kernels/cuda/*.c))
 GPU_BENCH := $(BUILD)/gpu/bench
-# Objects whose flags depend on the setting rebuild when it changes.
-CUDA_STAMP := $(BUILD)/cuda.stamp
-$(shell mkdir -p $(BUILD) && { [ "$$(cat $(CUDA_STAMP) 2>/dev/null)" = "$(HAVE_CUDA)" ] || echo $(HAVE_CUDA) > $(CUDA_STAMP); })
+# Every object depends on the flags it is built with (git's GIT-CFLAGS):
+# FLAGS_STAMP's rule below rewrites it whenever the compiler, its flags
+# or the CUDA setting change, so no stale object survives a change.
+FLAGS_STAMP := $(BUILD)/flags.stamp
 ifeq ($(HAVE_CUDA),1)
   CUDA_HOME   := $(patsubst %/bin/nvcc,%,$(NVCC))
   CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/lib))
@@ -99,18 +100,29 @@ ifeq ($(HAVE_CUDA),1)
 else
   $(if $(MAKELEVEL:0=),,$(info hat: CUDA back end off ($(CUDA_WHY))))
 endif
-$(BUILD)/%.cu.o: %.cu $(CUDA_STAMP) | $(DEPS_OK)
+$(BUILD)/%.cu.o: %.cu $(FLAGS_STAMP) | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVCCFLAGS) -MMD -MP -MF $(@:.o=.d) -c -o $@ $<
-# HAT_CUDA is in every object's flags: all of them follow the setting.
 $(LIB_OBJ) $(PROGS:$(BIN)/%=$(BUILD)/cmd/%.o) $(UNIT:$(BUILD)/tests/%=$(BUILD)/tests/unit/%.o) \
-  $(BUILD)/tests/gpu/bench.o: $(CUDA_STAMP)
+  $(BUILD)/tests/gpu/bench.o: $(FLAGS_STAMP)
 $(GPU_BENCH): $(BUILD)/tests/gpu/bench.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
 .PHONY: gpu-bench
 gpu-bench: $(GPU_BENCH)
 # --- end of the CUDA block ------------------------------------------------
+
+# The CPU kernels' exp, max and clamp loops (vecmath.h) have compare-and-
+# select in them.  Under the default trapping-math GCC may not if-convert
+# those with AVX2's blends (AVX-512's masks it may), so on AVX2-only CPUs
+# the x86-64-v3 clones of softmax, SiLU and cross-entropy ran scalar: a
+# third of a training step at T=3072.  Nothing here reads FP exception flags.
+KERNEL_CFLAGS := -fno-trapping-math
+BUILD_FLAGS := $(CC) $(CFLAGS) | kernels $(KERNEL_CFLAGS) | nvcc $(HAVE_CUDA) $(NVCCFLAGS)
+$(FLAGS_STAMP): FORCE
+	@mkdir -p $(dir $@); flags='$(subst ','\'',$(BUILD_FLAGS))'; \
+	  [ "$$(cat $@ 2>/dev/null)" = "$$flags" ] || printf '%s\n' "$$flags" > $@
+.PHONY: FORCE
 
 .PHONY: all check demo bench install deps clean help
 all: $(PROGS)
@@ -139,12 +151,7 @@ $(BUILD)/%.o: %.c | $(DEPS_OK)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
-# The CPU kernels' exp, max and clamp loops (vecmath.h) have compare-and-
-# select in them.  Under the default trapping-math GCC may not if-convert
-# those with AVX2's blends (AVX-512's masks it may), so on AVX2-only CPUs
-# the x86-64-v3 clones of softmax, SiLU and cross-entropy ran scalar: a
-# third of a training step at T=3072.  Nothing here reads FP exception flags.
-$(BUILD)/kernels/cpu/%.o: CFLAGS += -fno-trapping-math
+$(BUILD)/kernels/cpu/%.o: CFLAGS += $(KERNEL_CFLAGS)
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
