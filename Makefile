@@ -112,11 +112,8 @@ $(GPU_BENCH): $(BUILD)/tests/gpu/bench.o $(LIB)
 gpu-bench: $(GPU_BENCH)
 # --- end of the CUDA block ------------------------------------------------
 
-# The CPU kernels' exp, max and clamp loops (vecmath.h) have compare-and-
-# select in them.  Under the default trapping-math GCC may not if-convert
-# those with AVX2's blends (AVX-512's masks it may), so on AVX2-only CPUs
-# the x86-64-v3 clones of softmax, SiLU and cross-entropy ran scalar: a
-# third of a training step at T=3072.  Nothing here reads FP exception flags.
+# Without it the AVX2 clones of vecmath.h's exp loops stay scalar (its
+# header comment says why); nothing here reads FP exception flags.
 KERNEL_CFLAGS := -fno-trapping-math
 BUILD_FLAGS := $(CC) $(CFLAGS) | kernels $(KERNEL_CFLAGS) | nvcc $(HAVE_CUDA) $(NVCCFLAGS)
 $(FLAGS_STAMP): FORCE

@@ -6,7 +6,11 @@
  * more time in calls than in arithmetic; vexpf is branch-free straight
  * line code (Cephes polynomial, |rel err| < 2e-7 on [-87, 88]) that
  * `#pragma omp simd` turns into 16-lane code.  The binaries stay
- * portable: -O2 with no -march, and HAT_CLONES dispatches per CPU. */
+ * portable: -O2 with no -march, and HAT_CLONES dispatches per CPU.
+ * Its clamps are compare-and-select: under GCC's default -ftrapping-math
+ * the AVX2 clones cannot if-convert them and stay scalar, so every file
+ * that uses this header is built with -fno-trapping-math (the Makefile's
+ * KERNEL_CFLAGS; tests/cli/vectorised.sh checks the result). */
 #ifndef HAT_VECMATH_H
 #define HAT_VECMATH_H
 
