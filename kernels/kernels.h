@@ -169,9 +169,9 @@ void swiglu_backward_ref(float *dgate, float *dup, const float *dout,
 void matmul_rows(float *out, const float *inp, const float *w, int N, int C, int OC, float beta);
 /* On a CPU with AVX-512 (x86-64-v4) matmul_rows and attention_rows run
  * 16-lane tiles that compute the same bits as the 8-lane ones with half
- * the instructions.  decode_avx512(0) keeps the 8-lane tiles (for tests
- * that compare the two), (1) allows the wide ones again; returns whether
- * they were in use. */
+ * the instructions.  decode_avx512(0) keeps the 8-lane tiles sized for
+ * AVX2's 16 registers (for tests that compare the two), (1) allows the
+ * wide ones again; returns whether the 16-lane tiles were in use. */
 int  decode_avx512(int on);
 /* The same with bf16 weights packed by bf16_pack_rows (OC rows of C/2
  * words; C a multiple of 16): half the memory traffic, for MTP drafts,

@@ -51,6 +51,21 @@ static inline float hsum(v8 a)
     return ((a[0] + a[4]) + (a[1] + a[5])) + ((a[2] + a[6]) + (a[3] + a[7]));
 }
 
+/* hsum of a[0..3] into lanes 0..3, the same tree by exact shuffles: a
+ * tile's four outputs of a row reduced and stored at once. */
+typedef float v4 __attribute__((vector_size(16)));
+typedef float v4u __attribute__((vector_size(16), aligned(4)));
+typedef int v8i __attribute__((vector_size(32)));
+static inline __attribute__((always_inline)) v4 hsum4(const v8 *a)
+{
+    const v8i lo = { 0, 1, 2, 3, 8, 9, 10, 11 }, hi = { 4, 5, 6, 7, 12, 13, 14, 15 };
+    const v8i e = { 0, 2, 8, 10, 4, 6, 12, 14 }, o = { 1, 3, 9, 11, 5, 7, 13, 15 };
+    v8 u01 = __builtin_shuffle(a[0], a[1], lo) + __builtin_shuffle(a[0], a[1], hi);   /* a_k + a_k+4 */
+    v8 u23 = __builtin_shuffle(a[2], a[3], lo) + __builtin_shuffle(a[2], a[3], hi);
+    v8 h = __builtin_shuffle(u01, u23, e) + __builtin_shuffle(u01, u23, o);          /* pairs */
+    return __builtin_shufflevector(h, h, 0, 4, 2, 6) + __builtin_shufflevector(h, h, 1, 5, 3, 7);
+}
+
 /* The tile loops must unroll completely so acc lives in registers (-O2
  * alone leaves it on the stack: 4x slower). */
 #define UNROLL _Pragma("GCC unroll 16")
@@ -67,15 +82,24 @@ static inline float hsum(v8 a)
         UNROLL for (int r = 0; r < MR; r++)                                               \
             UNROLL for (int o = 0; o < NR; o++) acc[r][o] = (v8){ 0 };                    \
         for (int k = 0; k < C8; k += 8) {                                                 \
-            v8 xv[MR], wv[NR];                                                            \
+            v8 xv[MR];                                                                    \
             UNROLL for (int r = 0; r < MR; r++) xv[r] = *(const v8u *)(x + (size_t)r * C + k); \
             if (!(k & 15))                                                                \
                 UNROLL for (int o = 0; o < NR; o++)                                       \
                     __builtin_prefetch(w + (size_t)(o + NR) * C + k);                     \
-            UNROLL for (int o = 0; o < NR; o++) wv[o] = *(const v8u *)(w + (size_t)o * C + k); \
-            UNROLL for (int r = 0; r < MR; r++)                                           \
-                UNROLL for (int o = 0; o < NR; o++) acc[r][o] += xv[r] * wv[o];           \
+            UNROLL for (int o = 0; o < NR; o++) {                                         \
+                v8 wv = *(const v8u *)(w + (size_t)o * C + k);                            \
+                UNROLL for (int r = 0; r < MR; r++) acc[r][o] += xv[r] * wv;              \
+            }                                                                             \
         }                                                                                 \
+        if (NR % 4 == 0 && C8 == C) {                                                     \
+            UNROLL for (int r = 0; r < MR; r++)                                           \
+                UNROLL for (int o = 0; o < NR; o += 4) {                                  \
+                    v4 s = hsum4(&acc[r][o]);                                             \
+                    v4u *y = (v4u *)(out + (size_t)r * ldo + o);                          \
+                    *y = beta != 0 ? *y + s : s;                                          \
+                }                                                                         \
+        } else                                                                            \
         for (int r = 0; r < MR; r++)                                                      \
             for (int o = 0; o < NR; o++) {                                                \
                 float s = hsum(acc[r][o]);                                                \
@@ -149,15 +173,17 @@ typedef unsigned int u32x8u __attribute__((vector_size(32), aligned(4)));
         int C8 = C / 8 * 8;                                                               \
         (void)C8;                                                                         \
         int n = 0;                                                                        \
-        for (; wide && n + 3 <= N && N - n != 4; n += 3) {                                \
+        for (; n + 3 <= N && N - n != 4; n += 3) {                                        \
             const float *x = inp + (size_t)n * C;                                         \
             float *ob = out + (size_t)n * ldo;                                            \
-            ROW_TILE(DOT, WS, 3, 8);                                                      \
+            if (wide) ROW_TILE(DOT, WS, 3, 8);                                            \
+            else ROW_TILE(DOT, WS, 3, 4);                                                 \
         }                                                                                 \
         for (; n + 2 <= N; n += 2) {                                                      \
             const float *x = inp + (size_t)n * C;                                         \
             float *ob = out + (size_t)n * ldo;                                            \
-            ROW_TILE(DOT, WS, 2, 8);                                                      \
+            if (wide) ROW_TILE(DOT, WS, 2, 8);                                            \
+            else ROW_TILE(DOT, WS, 2, 4);                                                 \
         }                                                                                 \
         if (n < N) {                                                                      \
             const float *x = inp + (size_t)n * C;                                         \
@@ -169,13 +195,18 @@ typedef unsigned int u32x8u __attribute__((vector_size(32), aligned(4)));
 ROWS_BLOCK(rows_block, float, DOT_TILE, C)
 ROWS_BLOCK(rows_block_bf16, uint32_t, DOT_TILE_BF16, C / 2)
 
-/* 3-row tiles (24 accumulators) need the 32 vector registers of
- * AVX-512; with 16 they spill, and pairs are faster.  Which tile a row
- * falls in changes no bit (DOT_TILE), so this choice is free.  (libgcc
- * fills the CPU model before main: the test is a load.) */
+/* Tiles sized to the vector registers: 3 or 2 rows x 8 outputs (24 or 16
+ * accumulators) take AVX-512's 32; AVX2's 16 take 3 or 2 rows x 4 (each
+ * weight vector loaded once and used by the tile's rows), where 2 x 8
+ * spilled and ran at two thirds of the speed (session 19).  Which tile a
+ * row falls in changes no bit (DOT_TILE), so this choice is free;
+ * decode_avx512(0) takes the 16-register tiles on any CPU, so that tests
+ * compare the two.  (libgcc fills the CPU model before main: the test is
+ * a load.) */
+static int z_off;                /* decode_avx512(0) */
 static int wide_tiles(void)
 {
-    return __builtin_cpu_supports("avx512vl") != 0;
+    return !z_off && __builtin_cpu_supports("avx512vl") != 0;
 }
 
 /* Output blocks of OB weight rows (OB*C weights stay in L2 while every
@@ -198,8 +229,6 @@ static int wide_tiles(void)
 #define HAT_Z 1
 #include <immintrin.h>
 #define ZTARGET __attribute__((target("arch=x86-64-v4")))
-
-static int z_off;                /* decode_avx512(0): the 8-lane tiles everywhere */
 
 static int z_tiles(void)
 {
@@ -402,7 +431,11 @@ static int matmul_rows_z(float *out, const float *inp, const float *w, int N, in
     return 0;
 }
 #else
-int decode_avx512(int on) { return 0; }
+int decode_avx512(int on)
+{
+    z_off = !on;
+    return 0;
+}
 
 static int matmul_rows_z(float *out, const float *inp, const float *w, int N, int C, int OC, float beta)
 {
@@ -463,10 +496,9 @@ void bf16_pack_rows(uint32_t *dst, const float *src, int OC, int C)
  * per-key reduction was two thirds of a rollout's time).  lanes8 below is
  * the same tree for one vector, so a key's score is the same bits whether
  * it falls in a block of 8 or in the tail. */
-typedef int v8i __attribute__((vector_size(32)));
 #define PAIR_SUM(a, b, lo, hi) (__builtin_shuffle(a, b, lo) + __builtin_shuffle(a, b, hi))
 
-static inline __attribute__((always_inline)) void sum8x8(float *d, const v8 *a)
+static inline __attribute__((always_inline)) v8 sum8x8(const v8 *a)
 {
     const v8i e = { 0, 8, 2, 10, 4, 12, 6, 14 }, o = { 1, 9, 3, 11, 5, 13, 7, 15 };
     const v8i e2 = { 0, 1, 8, 9, 4, 5, 12, 13 }, o2 = { 2, 3, 10, 11, 6, 7, 14, 15 };
@@ -474,7 +506,20 @@ static inline __attribute__((always_inline)) void sum8x8(float *d, const v8 *a)
     v8 p0 = PAIR_SUM(a[0], a[1], e, o), p1 = PAIR_SUM(a[2], a[3], e, o);
     v8 p2 = PAIR_SUM(a[4], a[5], e, o), p3 = PAIR_SUM(a[6], a[7], e, o);
     v8 q0 = PAIR_SUM(p0, p1, e2, o2), q1 = PAIR_SUM(p2, p3, e2, o2);
-    *(v8u *)d = PAIR_SUM(q0, q1, e4, o4);
+    return PAIR_SUM(q0, q1, e4, o4);
+}
+
+/* The same tree for a[0..3] (lanes 0-3 of the result; 4-7 unspecified):
+ * four keys' scores where eight accumulators per head would not fit in
+ * 16 registers. */
+static inline __attribute__((always_inline)) v8 sum4x8(const v8 *a)
+{
+    const v8i e = { 0, 8, 2, 10, 4, 12, 6, 14 }, o = { 1, 9, 3, 11, 5, 13, 7, 15 };
+    const v8i e2 = { 0, 1, 8, 9, 4, 5, 12, 13 }, o2 = { 2, 3, 10, 11, 6, 7, 14, 15 };
+    const v8i lo = { 0, 1, 2, 3, 0, 1, 2, 3 }, hi = { 4, 5, 6, 7, 4, 5, 6, 7 };
+    v8 p0 = PAIR_SUM(a[0], a[1], e, o), p1 = PAIR_SUM(a[2], a[3], e, o);
+    v8 q0 = PAIR_SUM(p0, p1, e2, o2);
+    return __builtin_shuffle(q0, lo) + __builtin_shuffle(q0, hi);
 }
 
 static inline __attribute__((always_inline)) float lanes8(v8 a)
@@ -487,28 +532,34 @@ static inline __attribute__((always_inline)) float lanes8(v8 a)
  * once (q + h*D into p + h*ps): each an 8-lane dot product over D (chunks
  * in order), lanes summed as lanes8, then the D % 8 tail in order.  G = 2
  * loads each key once for both heads of a group: the same bits, half the
- * cache traffic (attention reads keys faster than L2 serves them). */
+ * cache traffic (attention reads keys faster than L2 serves them).  KB
+ * keys a block: 8, or 4 where G x 8 accumulators would spill (AVX2's 16
+ * registers); the same bits. */
 static inline __attribute__((always_inline)) void att_scores(float *p, size_t ps, const float *q, const float *k0,
-                                                            int n, int D, float scale, int G)
+                                                            int n, int D, float scale, int G, int KB)
 {
     int D8 = D / 8 * 8, s = 0;
     size_t ks = D;
-    for (; s + 8 <= n; s += 8) {
+    for (; s + KB <= n; s += KB) {
         v8 acc[2][8];
-        UNROLL for (int h = 0; h < G; h++) UNROLL for (int j = 0; j < 8; j++) acc[h][j] = (v8){ 0 };
+        UNROLL for (int h = 0; h < G; h++) UNROLL for (int j = 0; j < KB; j++) acc[h][j] = (v8){ 0 };
         for (int i = 0; i < D8; i += 8) {
             v8 qv[2];
             UNROLL for (int h = 0; h < G; h++) qv[h] = *(const v8u *)(q + h * D + i);
-            UNROLL for (int j = 0; j < 8; j++) {
+            UNROLL for (int j = 0; j < KB; j++) {
                 v8 kv = *(const v8u *)(k0 + (s + j) * ks + i);
                 UNROLL for (int h = 0; h < G; h++) acc[h][j] += qv[h] * kv;
             }
         }
         UNROLL for (int h = 0; h < G; h++) {
-            float d[8];
-            sum8x8(d, acc[h]);
-            for (int j = 0; j < 8; j++) {
-                float t = d[j];
+            v8 dv = KB == 8 ? sum8x8(acc[h]) : sum4x8(acc[h]);
+            if (D8 == D) {   /* no tail: the block's scores scaled and stored at once */
+                if (KB == 8) *(v8u *)(p + h * ps + s) = dv * scale;
+                else UNROLL for (int j = 0; j < 4; j++) p[h * ps + s + j] = dv[j] * scale;
+                continue;
+            }
+            for (int j = 0; j < KB; j++) {
+                float t = dv[j];
                 for (int i = D8; i < D; i++) t += q[h * D + i] * k0[(s + j) * ks + i];
                 p[h * ps + s + j] = t * scale;
             }
@@ -525,8 +576,9 @@ static inline __attribute__((always_inline)) void att_scores(float *p, size_t ps
 }
 
 /* o[0, D) = sum over keys s in order of p[s] * v[s] from 0, each element
- * its own chain, for G heads (p + h*ps into o + h*D); a block of 64 (or
- * 8) elements stays in registers across the keys, where adding into o in
+ * its own chain, for G heads (p + h*ps into o + h*D); a block of VB (64,
+ * or 32 where 2 x 64 would spill AVX2's registers; then 8) elements stays
+ * in registers across the keys, where adding into o in
  * memory made every key a store-to-load round trip.  Keys [0, np) are
  * read from the shared prefix vp, keys [np, n) from the row's own cache
  * vc (indexed by position).  This call adds keys [s0, s1) to the chains:
@@ -538,24 +590,24 @@ static inline __attribute__((always_inline)) void att_scores(float *p, size_t ps
     for (int s = (S0); s < (S1); s++) {                                                   \
         v8 w[2];                                                                          \
         UNROLL for (int h = 0; h < G; h++) w[h] = (v8){ 0 } + p[h * ps + s];              \
-        UNROLL for (int j = 0; j < 8; j++) {                                              \
+        UNROLL for (int j = 0; j < VB / 8; j++) {                                         \
             v8 x = *(const v8u *)((BASE) + s * vs + i + 8 * j);                           \
             UNROLL for (int h = 0; h < G; h++) acc[h][j] += w[h] * x;                     \
         }                                                                                 \
     }
 static inline __attribute__((always_inline)) void att_values(float *o, const float *p, size_t ps,
                                                             const float *vp0, int np, const float *v0,
-                                                            int s0, int s1, int D, int G)
+                                                            int s0, int s1, int D, int G, int VB)
 {
     size_t vs = D;
     int i = 0, mid = np < s0 ? s0 : np > s1 ? s1 : np;
-    for (; i + 64 <= D; i += 64) {
+    for (; i + VB <= D; i += VB) {
         v8 acc[2][8];
-        UNROLL for (int h = 0; h < G; h++) UNROLL for (int j = 0; j < 8; j++)
+        UNROLL for (int h = 0; h < G; h++) UNROLL for (int j = 0; j < VB / 8; j++)
             acc[h][j] = s0 ? *(const v8u *)(o + h * D + i + 8 * j) : (v8){ 0 };
         VBLOCK(s0, mid, vp0)
         VBLOCK(mid, s1, v0)
-        UNROLL for (int h = 0; h < G; h++) UNROLL for (int j = 0; j < 8; j++)
+        UNROLL for (int h = 0; h < G; h++) UNROLL for (int j = 0; j < VB / 8; j++)
             *(v8u *)(o + h * D + i + 8 * j) = acc[h][j];
     }
     for (int h = 0; h < G; h++) {
@@ -597,7 +649,7 @@ typedef struct {
  * each row's own keys.  Every score and every value chain is what one row
  * alone computes. */
 static inline __attribute__((always_inline)) void att_heads(const att_group *g, int h0, int D, int stride,
-                                                           int G)
+                                                           int G, int KB, int VB)
 {
     float scale = 1.0f / sqrtf((float)D);
     size_t ks = D, hq = (size_t)h0 * D, hp = (size_t)h0 * stride;
@@ -605,28 +657,31 @@ static inline __attribute__((always_inline)) void att_heads(const att_group *g, 
     for (int s0 = 0; s0 < np; s0 += ATT_CHUNK) {
         int c = np - s0 < ATT_CHUNK ? np - s0 : ATT_CHUNK;
         for (int r = 0; r < g->nr; r++)
-            att_scores(g->p[r] + hp + s0, stride, g->q[r] + hq, g->kp + s0 * ks, c, D, scale, G);
+            att_scores(g->p[r] + hp + s0, stride, g->q[r] + hq, g->kp + s0 * ks, c, D, scale, G, KB);
     }
     for (int r = 0; r < g->nr; r++) {
-        att_scores(g->p[r] + hp + np, stride, g->q[r] + hq, g->kc[r] + np * ks, g->n[r] - np, D, scale, G);
+        att_scores(g->p[r] + hp + np, stride, g->q[r] + hq, g->kc[r] + np * ks, g->n[r] - np, D, scale, G, KB);
         for (int h = 0; h < G; h++) vsoftmax(g->p[r] + hp + (size_t)h * stride, g->n[r], NULL);
     }
     for (int s0 = 0; s0 < np; s0 += ATT_CHUNK) {
         int s1 = np - s0 < ATT_CHUNK ? np : s0 + ATT_CHUNK;
         for (int r = 0; r < g->nr; r++)
-            att_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], s0, s1, D, G);
+            att_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], s0, s1, D, G, VB);
     }
     for (int r = 0; r < g->nr; r++)
-        att_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], np, g->n[r], D, G);
+        att_values(g->out[r] + hq, g->p[r] + hp, stride, g->vp, np, g->vc[r], np, g->n[r], D, G, VB);
 }
 
-/* The gq query heads of the task's kv head for a group's rows: two at a time. */
+/* The gq query heads of the task's kv head for a group's rows: two at a
+ * time, in blocks that fit the registers (wide_tiles). */
 HAT_CLONES
 static void att_task(const att_group *g, int gq, int D, int stride)
 {
-    int h = 0;
-    for (; h + 2 <= gq; h += 2) att_heads(g, h, D, stride, 2);
-    for (; h < gq; h++) att_heads(g, h, D, stride, 1);
+    int h = 0, wide = wide_tiles();
+    for (; h + 2 <= gq; h += 2)
+        if (wide) att_heads(g, h, D, stride, 2, 8, 64);
+        else att_heads(g, h, D, stride, 2, 4, 32);
+    for (; h < gq; h++) att_heads(g, h, D, stride, 1, 8, 64);
 }
 
 #ifdef HAT_Z

@@ -193,10 +193,10 @@ static void attention_rows_matches_reference(void)
     }
 }
 
-/* The AVX-512 tiles (where the CPU has them) against the 8-lane tiles,
- * bit for bit: matmul_rows over every row count 1..13 (row pairs, their
- * tiles of 1-3 pairs, the odd row, output tails) and beta 1; where the
- * CPU has no AVX-512 both runs take the 8-lane tiles. */
+/* The AVX-512 tiles (where the CPU has them) against the 8-lane tiles
+ * sized for AVX2's 16 registers, bit for bit: matmul_rows over every row
+ * count 1..13 (tiles of 3, 2 and 1 rows, output tails) and beta 1; where
+ * the CPU has no AVX-512 both runs take the AVX2 tiles. */
 static void matmul_rows_wide_exact(void)
 {
     rng_t r;
