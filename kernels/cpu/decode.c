@@ -805,17 +805,20 @@ size_t attention_rows_scratch(int max_ctx, int H, int KV)
     return (size_t)omp_get_max_threads() * ATT_GROUP * (H / KV) * max_ctx;
 }
 
-/* Rows a and b read the same shared prefix. */
-static int same_prefix(const attn_rows *a, int x, int y)
+/* Rows x and y read the same keys first: the same shared prefix, or, on
+ * none, the same own cache (rows of one prompt being prefilled). */
+static int same_source(const attn_rows *a, int x, int y)
 {
-    return a->n_pre && a->n_pre[x] && a->n_pre[x] == a->n_pre[y] && a->kp[x] == a->kp[y];
+    int px = a->n_pre ? a->n_pre[x] : 0, py = a->n_pre ? a->n_pre[y] : 0;
+    if (px || py) return px == py && a->kp[x] == a->kp[y];
+    return a->kc[x] == a->kc[y];
 }
 
-/* The rows in groups: every row on a shared prefix with the others on it
- * (wherever they sit in the batch), up to ATT_GROUP to a group, so that
- * the prefix is read once for each group; a row on none alone.  ord: the
- * rows group by group, gs: where each group starts in it (ng + 1
- * entries).  Returns ng.  O(R x groups). */
+/* The rows in groups of one source (wherever they sit in the batch), up
+ * to ATT_GROUP to a group, so that the keys they share are read once for
+ * each group: a shared prefix, or the first keys of a cache that several
+ * rows of a prompt attend to.  ord: the rows group by group, gs: where
+ * each group starts in it (ng + 1 entries).  Returns ng.  O(R x groups). */
 static int att_groups(const attn_rows *a, int R, int *ord, int *gs, unsigned char *taken)
 {
     memset(taken, 0, R);
@@ -826,8 +829,8 @@ static int att_groups(const attn_rows *a, int R, int *ord, int *gs, unsigned cha
         ord[n++] = r;
         taken[r] = 1;
         int cnt = 1;
-        for (int r2 = r + 1; a->n_pre && a->n_pre[r] && r2 < R; r2++) {
-            if (taken[r2] || !same_prefix(a, r, r2)) continue;
+        for (int r2 = r + 1; r2 < R; r2++) {
+            if (taken[r2] || !same_source(a, r, r2)) continue;
             if (cnt == ATT_GROUP) { gs[ng++] = n; cnt = 0; }
             ord[n++] = r2;
             taken[r2] = 1;
@@ -861,6 +864,16 @@ void attention_rows(float *out, float *scratch, const float *q, const attn_rows 
         grp.np = a->n_pre ? a->n_pre[r0] : 0;
         grp.kp = grp.np ? a->kp[r0] + (size_t)kh * grp.np * D : NULL;
         grp.vp = grp.np ? a->vp[r0] + (size_t)kh * grp.np * D : NULL;
+        if (!grp.np && grp.nr > 1) {
+            /* rows of one cache: the keys all of them attend to read
+             * chunk by chunk as a prefix (a row's bits do not depend on
+             * where its prefix ends) */
+            grp.np = a->n_ctx[r0];
+            for (int i = 1; i < grp.nr; i++)
+                if (a->n_ctx[ord[gs[gi] + i]] < grp.np) grp.np = a->n_ctx[ord[gs[gi] + i]];
+            grp.kp = a->kc[r0] + (size_t)kh * a->cs * D;
+            grp.vp = a->vc[r0] + (size_t)kh * a->cs * D;
+        }
         float *p = scratch + (size_t)omp_get_thread_num() * ATT_GROUP * g * max_ctx;
         for (int i = 0; i < grp.nr; i++) {
             int r = ord[gs[gi] + i];
