@@ -160,11 +160,12 @@ typedef unsigned int u32x8u __attribute__((vector_size(32), aligned(4)));
         }                                                                                 \
     } while (0)
 
-/* Rows [0,N) x outputs [0,no) of one output block.  Rows go in pairs
- * against 8 outputs: 16 accumulators, 10 loads per 16 multiply-adds, and
- * 8 weight rows streamed at once, which is what keeps memory busy when
- * the weights come from DRAM (a 2-row verification then costs about
- * what one row does). */
+/* Rows [0,N) x outputs [0,no) of one output block.  Rows go in threes
+ * and pairs against 8 outputs on AVX-512 (24 or 16 accumulators), 4 on
+ * AVX2 (wide_tiles below), a lone row against 8: several weight rows
+ * streamed at once, which is what keeps memory busy when the weights
+ * come from DRAM (a 2-row verification then costs about what one row
+ * does). */
 #define ROWS_BLOCK(NAME, WT, DOT, WS)                                                     \
     HAT_CLONES                                                                            \
     static void NAME(float *out, const float *inp, const WT *wb, int N, int C, int no,    \
