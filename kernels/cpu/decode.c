@@ -499,15 +499,19 @@ void bf16_pack_rows(uint32_t *dst, const float *src, int OC, int C)
  * it falls in a block of 8 or in the tail. */
 #define PAIR_SUM(a, b, lo, hi) (__builtin_shuffle(a, b, lo) + __builtin_shuffle(a, b, hi))
 
-static inline __attribute__((always_inline)) v8 sum8x8(const v8 *a)
+/* The first two levels for a[0..3]: lane k holds a[k]'s (l0+l1)+(l2+l3),
+ * lane 4+k its (l4+l5)+(l6+l7). */
+static inline __attribute__((always_inline)) v8 sum_quarters(const v8 *a)
 {
     const v8i e = { 0, 8, 2, 10, 4, 12, 6, 14 }, o = { 1, 9, 3, 11, 5, 13, 7, 15 };
     const v8i e2 = { 0, 1, 8, 9, 4, 5, 12, 13 }, o2 = { 2, 3, 10, 11, 6, 7, 14, 15 };
+    return PAIR_SUM(PAIR_SUM(a[0], a[1], e, o), PAIR_SUM(a[2], a[3], e, o), e2, o2);
+}
+
+static inline __attribute__((always_inline)) v8 sum8x8(const v8 *a)
+{
     const v8i e4 = { 0, 1, 2, 3, 8, 9, 10, 11 }, o4 = { 4, 5, 6, 7, 12, 13, 14, 15 };
-    v8 p0 = PAIR_SUM(a[0], a[1], e, o), p1 = PAIR_SUM(a[2], a[3], e, o);
-    v8 p2 = PAIR_SUM(a[4], a[5], e, o), p3 = PAIR_SUM(a[6], a[7], e, o);
-    v8 q0 = PAIR_SUM(p0, p1, e2, o2), q1 = PAIR_SUM(p2, p3, e2, o2);
-    return PAIR_SUM(q0, q1, e4, o4);
+    return PAIR_SUM(sum_quarters(a), sum_quarters(a + 4), e4, o4);
 }
 
 /* The same tree for a[0..3] (lanes 0-3 of the result; 4-7 unspecified):
@@ -515,12 +519,9 @@ static inline __attribute__((always_inline)) v8 sum8x8(const v8 *a)
  * 16 registers. */
 static inline __attribute__((always_inline)) v8 sum4x8(const v8 *a)
 {
-    const v8i e = { 0, 8, 2, 10, 4, 12, 6, 14 }, o = { 1, 9, 3, 11, 5, 13, 7, 15 };
-    const v8i e2 = { 0, 1, 8, 9, 4, 5, 12, 13 }, o2 = { 2, 3, 10, 11, 6, 7, 14, 15 };
     const v8i lo = { 0, 1, 2, 3, 0, 1, 2, 3 }, hi = { 4, 5, 6, 7, 4, 5, 6, 7 };
-    v8 p0 = PAIR_SUM(a[0], a[1], e, o), p1 = PAIR_SUM(a[2], a[3], e, o);
-    v8 q0 = PAIR_SUM(p0, p1, e2, o2);
-    return __builtin_shuffle(q0, lo) + __builtin_shuffle(q0, hi);
+    v8 q = sum_quarters(a);
+    return __builtin_shuffle(q, lo) + __builtin_shuffle(q, hi);
 }
 
 static inline __attribute__((always_inline)) float lanes8(v8 a)
