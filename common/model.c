@@ -540,9 +540,10 @@ float model_forward(model *m, const int *tokens, const int *targets, int B, int 
 /* ------------------------------------------------------------ backward */
 
 /* Gradient buffers are cleared and copied on every thread (vzero,
- * vcopy), and a product whose d(input) would land in a just-cleared
- * buffer overwrites it instead (matmul_backward_set): on the calling
- * thread alone those passes were a serial stretch of every layer. */
+ * vcopy) where one is needed at all: a product, SwiGLU or RMSNorm whose
+ * d(input) would land in a just-cleared or just-copied buffer writes it
+ * instead (matmul_backward_set, swiglu_backward, rmsnorm_backward's
+ * dadd), with the same bits and one pass over the buffer fewer. */
 static void zero(float *p, size_t n) { vzero(p, n); }
 
 /* s->dres: on entry d(block output), on exit d(block input x). */
@@ -552,15 +553,13 @@ static void block_backward(model *m, const block_weights *w, block_weights *gw,
     const model_config *c = &m->cfg;
     int B = m->B, T = m->T, N = B * T, C = c->hidden_size, I = c->intermediate_size;
     int H = c->n_heads, KV = c->n_kv_heads, D = c->head_dim, HD = H * D, KD = KV * D;
-    size_t NC = (size_t)N * C, NI = (size_t)N * I;
+    size_t NI = (size_t)N * I;
     /* MLP */
     matmul_backward_set(s->dact, gw->wdown, s->dres, a->act, w->wdown, N, I, C);
-    zero(s->dgate, NI); zero(s->dup, NI);
     swiglu_backward(s->dgate, s->dup, s->dact, a->gate, a->up, NI);
     matmul_backward_set(s->dln, gw->wgate, s->dgate, a->ln2, w->wgate, N, C, I);
     matmul_backward(s->dln, gw->wup, s->dup, a->ln2, w->wup, N, C, I);
-    vcopy(s->dres_mid, s->dres, NC);
-    rmsnorm_backward(s->dres_mid, gw->post_norm, s->dln, a->res_mid, w->post_norm, a->ln2_rstd, N, C);
+    rmsnorm_backward(s->dres_mid, s->dres, gw->post_norm, s->dln, a->res_mid, w->post_norm, a->ln2_rstd, N, C);
     /* attention */
     matmul_backward_set(s->datty, gw->wo, s->dres_mid, a->atty, w->wo, N, HD, C);
     zero(s->dqr, (size_t)N * HD); zero(s->dkr, (size_t)N * KD); zero(s->dv, (size_t)N * KD);
@@ -568,14 +567,12 @@ static void block_backward(model *m, const block_weights *w, block_weights *gw,
                        a->qr, a->kr, a->v, B, T, H, KV, D);
     rope_backward(s->dqr, m->pos, m->rope_cos, m->rope_sin, N, H, D);
     rope_backward(s->dkr, m->pos, m->rope_cos, m->rope_sin, N, KV, D);
-    zero(s->dq, (size_t)N * HD); zero(s->dk, (size_t)N * KD);
-    rmsnorm_backward(s->dq, gw->q_norm, s->dqr, a->q, w->q_norm, a->q_rstd, N * H, D);
-    rmsnorm_backward(s->dk, gw->k_norm, s->dkr, a->k, w->k_norm, a->k_rstd, N * KV, D);
+    rmsnorm_backward(s->dq, NULL, gw->q_norm, s->dqr, a->q, w->q_norm, a->q_rstd, N * H, D);
+    rmsnorm_backward(s->dk, NULL, gw->k_norm, s->dkr, a->k, w->k_norm, a->k_rstd, N * KV, D);
     matmul_backward_set(s->dln, gw->wq, s->dq, a->ln1, w->wq, N, C, HD);
     matmul_backward(s->dln, gw->wk, s->dk, a->ln1, w->wk, N, C, KD);
     matmul_backward(s->dln, gw->wv, s->dv, a->ln1, w->wv, N, C, KD);
-    vcopy(s->dres, s->dres_mid, NC);
-    rmsnorm_backward(s->dres, gw->in_norm, s->dln, x, w->in_norm, a->ln1_rstd, N, C);
+    rmsnorm_backward(s->dres, s->dres_mid, gw->in_norm, s->dln, x, w->in_norm, a->ln1_rstd, N, C);
 }
 
 /* Leaves d(loss)/d(h) from the MTP branch in s->dh_mtp. */
@@ -583,11 +580,9 @@ static void mtp_backward(model *m, const float *h, float scale, grad_scratch *s)
 {
     const model_config *c = &m->cfg;
     int N = m->B * m->T, C = c->hidden_size, V = c->vocab_size;
-    size_t NC = (size_t)N * C;
     crossentropy_backward(m->mtp_logits, m->mtp_logits, m->mtp_lse, m->mtp_targets, N, V, scale);
     matmul_backward_set(s->dln, m->g.lm_head, m->mtp_logits, m->mtp_lnf, m->w.lm_head, N, C, V);
-    zero(s->dres, NC);
-    rmsnorm_backward(s->dres, m->g.norm, s->dln, m->mtp_la.res_out, m->w.norm, m->mtp_lnf_rstd, N, C);
+    rmsnorm_backward(s->dres, NULL, m->g.norm, s->dln, m->mtp_la.res_out, m->w.norm, m->mtp_lnf_rstd, N, C);
     block_backward(m, &m->w.mtp_block, &m->g.mtp_block, &m->mtp_la, m->mtp_x, s);
     matmul_backward_set(s->dcat, m->g.mtp_fc, s->dres, m->mtp_cat, m->w.mtp_fc, N, 2 * C, C);
     /* split [d emb ; d hidden] */
@@ -595,11 +590,9 @@ static void mtp_backward(model *m, const float *h, float scale, grad_scratch *s)
         memcpy(s->dln + (size_t)i * C, s->dcat + (size_t)i * 2 * C, sizeof(float) * C);
         memcpy(s->dres_mid + (size_t)i * C, s->dcat + (size_t)i * 2 * C + C, sizeof(float) * C);
     }
-    zero(s->dtmp, NC);
-    rmsnorm_backward(s->dtmp, m->g.mtp_enorm, s->dln, m->mtp_emb, m->w.mtp_enorm, m->mtp_en_rstd, N, C);
+    rmsnorm_backward(s->dtmp, NULL, m->g.mtp_enorm, s->dln, m->mtp_emb, m->w.mtp_enorm, m->mtp_en_rstd, N, C);
     embedding_backward(m->g.wte, s->dtmp, m->mtp_tokens, N, C);
-    zero(s->dh_mtp, NC);
-    rmsnorm_backward(s->dh_mtp, m->g.mtp_hnorm, s->dres_mid, h, m->w.mtp_hnorm, m->mtp_hn_rstd, N, C);
+    rmsnorm_backward(s->dh_mtp, NULL, m->g.mtp_hnorm, s->dres_mid, h, m->w.mtp_hnorm, m->mtp_hn_rstd, N, C);
 }
 
 void model_backward(model *m, float main_scale, float mtp_scale)
@@ -612,14 +605,11 @@ void model_backward(model *m, float main_scale, float mtp_scale)
     }
     carve_scratch(m, &s, m->scratch);
     int N = m->B * m->T, C = c->hidden_size, V = c->vocab_size, L = c->n_layers;
-    size_t NC = (size_t)N * C;
     const float *h = m->la[L - 1].res_out;
     if (c->n_mtp) mtp_backward(m, h, mtp_scale, &s);
     crossentropy_backward(m->logits, m->logits, m->lse, m->targets, N, V, main_scale);
     matmul_backward_set(s.dln, m->g.lm_head, m->logits, m->lnf, m->w.lm_head, N, C, V);
-    if (c->n_mtp) vcopy(s.dres, s.dh_mtp, NC);
-    else zero(s.dres, NC);
-    rmsnorm_backward(s.dres, m->g.norm, s.dln, h, m->w.norm, m->lnf_rstd, N, C);
+    rmsnorm_backward(s.dres, c->n_mtp ? s.dh_mtp : NULL, m->g.norm, s.dln, h, m->w.norm, m->lnf_rstd, N, C);
     for (int l = L - 1; l >= 0; l--) {
         const float *x = l ? m->la[l - 1].res_out : m->encoded;
         block_backward(m, &m->w.layers[l], &m->g.layers[l], &m->la[l], x, &s);
@@ -668,12 +658,10 @@ void model_backward_dlogits(model *m, const float *dlogits)
     if (!m->scratch) m->scratch = alloc_floats(carve_scratch(m, &s, NULL));
     carve_scratch(m, &s, m->scratch);
     int N = m->B * m->T, C = c->hidden_size, V = c->vocab_size, L = c->n_layers;
-    size_t NC = (size_t)N * C;
     if (dlogits != m->logits) memcpy(m->logits, dlogits, sizeof(float) * (size_t)N * V);
     const float *h = m->la[L - 1].res_out;
     matmul_backward_set(s.dln, m->g.lm_head, m->logits, m->lnf, m->w.lm_head, N, C, V);
-    zero(s.dres, NC);
-    rmsnorm_backward(s.dres, m->g.norm, s.dln, h, m->w.norm, m->lnf_rstd, N, C);
+    rmsnorm_backward(s.dres, NULL, m->g.norm, s.dln, h, m->w.norm, m->lnf_rstd, N, C);
     for (int l = L - 1; l >= 0; l--) {
         const float *x = l ? m->la[l - 1].res_out : m->encoded;
         block_backward(m, &m->w.layers[l], &m->g.layers[l], &m->la[l], x, &s);

@@ -42,7 +42,9 @@ void matmul_backward_set(float *dinp, float *dw, const float *dout,
  * saved for backward.  out may equal inp (in place). */
 void rmsnorm_forward(float *out, float *rstd, const float *inp,
                      const float *w, int N, int C, float eps);
-void rmsnorm_backward(float *dinp, float *dw, const float *dout,
+/* dinp = dadd + d(input) (dadd may be dinp: accumulate; NULL: overwrite,
+ * the bits of clearing dinp first); dw += d(w). */
+void rmsnorm_backward(float *dinp, const float *dadd, float *dw, const float *dout,
                       const float *inp, const float *w, const float *rstd,
                       int N, int C);
 
@@ -92,7 +94,8 @@ void attention_decode(float *out, float *scratch, const float *q,
                       const float *kc, const float *vc, int n_ctx,
                       int H, int KV, int D);
 
-/* SwiGLU: out = silu(gate) * up, all (N). */
+/* SwiGLU: out = silu(gate) * up, all (N).  backward overwrites dgate and
+ * dup (the bits of clearing them first); the _ref and CUDA versions add. */
 void swiglu_forward(float *out, const float *gate, const float *up, size_t N);
 void swiglu_backward(float *dgate, float *dup, const float *dout,
                      const float *gate, const float *up, size_t N);

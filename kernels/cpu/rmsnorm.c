@@ -30,16 +30,24 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp,
     }
 }
 
-/* dx += r * (w*dy - x * r^2 * mean(w*dy*x)) for one row. */
+/* dx = add + r * (w*dy - x * r^2 * mean(w*dy*x)) for one row; add may
+ * be dx itself.  Without add, 0.0f + ...: the bits of clearing dx first
+ * (a -0 comes out +0), without the pass that cleared it. */
 HAT_CLONES
-static void dnorm_row(float *dx, const float *dy, const float *x, const float *w, float r, int C)
+static void dnorm_row(float *dx, const float *add, const float *dy, const float *x,
+                      const float *w, float r, int C)
 {
     double dot = 0;
     #pragma omp simd reduction(+:dot)
     for (int i = 0; i < C; i++) dot += (double)w[i] * dy[i] * x[i];
     float k = (float)(dot / C) * r * r;
-    #pragma omp simd
-    for (int i = 0; i < C; i++) dx[i] += r * (w[i] * dy[i] - x[i] * k);
+    if (add) {
+        #pragma omp simd
+        for (int i = 0; i < C; i++) dx[i] = add[i] + r * (w[i] * dy[i] - x[i] * k);
+    } else {
+        #pragma omp simd
+        for (int i = 0; i < C; i++) dx[i] = 0.0f + r * (w[i] * dy[i] - x[i] * k);
+    }
 }
 
 /* dw[c0..c0+16) += sum over rows of dy * x * rstd: 16 columns = one
@@ -59,7 +67,7 @@ static void dw_cols(float *dw, const float *dout, const float *inp, const float 
     for (int j = 0; j < nc; j++) dw[c0 + j] += (float)acc[j];
 }
 
-void rmsnorm_backward(float *dinp, float *dw, const float *dout,
+void rmsnorm_backward(float *dinp, const float *dadd, float *dw, const float *dout,
                       const float *inp, const float *w, const float *rstd,
                       int N, int C)
 {
@@ -68,8 +76,8 @@ void rmsnorm_backward(float *dinp, float *dw, const float *dout,
     {
         #pragma omp for schedule(static) nowait
         for (int n = 0; n < N; n++)
-            dnorm_row(dinp + (size_t)n * C, dout + (size_t)n * C, inp + (size_t)n * C,
-                      w, rstd[n], C);
+            dnorm_row(dinp + (size_t)n * C, dadd ? dadd + (size_t)n * C : NULL,
+                      dout + (size_t)n * C, inp + (size_t)n * C, w, rstd[n], C);
         if (dw) {
             #pragma omp for schedule(static)
             for (int b = 0; b < nb; b++) {

@@ -24,8 +24,8 @@ static void swiglu_bwd_range(float *dgate, float *dup, const float *dout,
     #pragma omp simd
     for (size_t i = 0; i < n; i++) {
         float g = gate[i], sg = 1.0f / (1.0f + vexpf(-g));
-        dgate[i] += dout[i] * up[i] * sg * (1.0f + g * (1.0f - sg));
-        dup[i] += dout[i] * g * sg;
+        dgate[i] = 0.0f + dout[i] * up[i] * sg * (1.0f + g * (1.0f - sg));
+        dup[i] = 0.0f + dout[i] * g * sg;
     }
 }
 

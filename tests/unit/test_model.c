@@ -394,16 +394,30 @@ static void rmsnorm_swiglu_match_reference(void)
     CHECK(test_rel_err(y0, y1, n) < 1e-6);
     CHECK(test_rel_err(rs0, rs1, N) < 1e-6);
     float *dx0 = randv(n, &r, -1, 1), *dx1 = copyv(dx0, n), *dw0 = randv(C, &r, -1, 1), *dw1 = copyv(dw0, C);
-    rmsnorm_backward(dx0, dw0, dy, x, w, rs1, N, C);
+    float *dadd = copyv(dx0, n), *dx2 = xmalloc(n * sizeof(float)), *dx3 = xmalloc(n * sizeof(float));
+    rmsnorm_backward(dx0, dx0, dw0, dy, x, w, rs1, N, C);        /* dadd = dinp: adds */
     rmsnorm_backward_ref(dx1, dw1, dy, x, w, rs1, N, C);
     CHECK(test_rel_err(dx0, dx1, n) < 1e-6);
     CHECK(test_rel_err(dw0, dw1, C) < 1e-6);
+    /* dadd elsewhere: dinp = dadd + d(input), whatever dinp held; the
+     * bits of copying dadd into dinp and adding */
+    for (size_t i = 0; i < n; i++) dx2[i] = NAN;
+    rmsnorm_backward(dx2, dadd, NULL, dy, x, w, rs1, N, C);
+    CHECK(memcmp(dx2, dx0, n * sizeof(float)) == 0);
+    /* no dadd: overwritten, the bits of clearing dinp and adding */
+    for (size_t i = 0; i < n; i++) { dx2[i] = NAN; dx3[i] = 0; }
+    rmsnorm_backward(dx2, NULL, NULL, dy, x, w, rs1, N, C);
+    rmsnorm_backward(dx3, dx3, NULL, dy, x, w, rs1, N, C);
+    CHECK(memcmp(dx2, dx3, n * sizeof(float)) == 0);
+    free(dadd); free(dx2); free(dx3);
     /* SwiGLU over the saturating range of the sigmoid */
     float *g = randv(n, &r, -30, 30), *u = randv(n, &r, -2, 2);
     swiglu_forward(y0, g, u, n);
     swiglu_forward_ref(y1, g, u, n);
     CHECK(test_rel_err(y0, y1, n) < 1e-6);
-    float *dg0 = randv(n, &r, -1, 1), *dg1 = copyv(dg0, n), *du0 = randv(n, &r, -1, 1), *du1 = copyv(du0, n);
+    /* backward overwrites (what it held is ignored); the _ref adds onto zeros */
+    float *dg0 = randv(n, &r, -1, 1), *dg1 = xcalloc(n, sizeof(float)), *du0 = randv(n, &r, -1, 1), *du1 = xcalloc(n, sizeof(float));
+    for (size_t i = 0; i < n; i++) dg0[i] = du0[i] = NAN;
     swiglu_backward(dg0, du0, dy, g, u, n);
     swiglu_backward_ref(dg1, du1, dy, g, u, n);
     CHECK(test_rel_err(dg0, dg1, n) < 1e-6);
