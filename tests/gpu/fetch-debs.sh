@@ -6,7 +6,10 @@
 # them into a private prefix there (never over the image's own /usr).
 # Add .debs/ to .git/info/exclude and name it in the device tool's carry.
 # The base system (libc, libstdc++, libgomp, ...) is assumed present, and
-# only the pthread build of OpenBLAS is taken: about 30 MiB in all.
+# only the pthread build of OpenBLAS is taken.  Each package is repacked
+# without its static libraries, documentation and translations (hat links
+# the shared ones): 26 MiB in all instead of 42 (session 20), so that the
+# tree and .debs/ fit the device tool's 64 MiB.
 set -eu
 top=$(cd "$(dirname "$0")/../.." && pwd)
 pkgs="libjansson-dev zlib1g-dev libarchive-dev libreadline-dev libopenblas-dev
@@ -26,4 +29,14 @@ done
 mkdir -p "$top/.debs"
 cd "$top/.debs"
 apt-get download $want
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+for f in *.deb; do
+    dpkg-deb -R "$f" "$work/p"
+    rm -rf "$work/p/usr/share/doc" "$work/p/usr/share/man" "$work/p/usr/share/info" "$work/p/usr/share/locale"
+    find "$work/p" -name '*.a' -delete
+    dpkg-deb -Zxz -b "$work/p" "$work/$f" >/dev/null
+    mv "$work/$f" "$f"
+    rm -rf "$work/p"
+done
 du -sh "$top/.debs"
