@@ -17,7 +17,9 @@ t0=$(date +%s)
 logs=$top/build/gpu-check         # packed into $OUT/gpu-logs.tgz at the end
 rm -rf "$logs"
 mkdir -p "$logs" build
-trap '[ -z "${OUT:-}" ] || tar czf "$OUT/gpu-logs.tgz" -C build gpu-check' EXIT
+# The programs' checkpoints and data stay behind: the device tool returns
+# files of at most 16 MiB, and the whole folder was over that (session 20).
+trap '[ -z "${OUT:-}" ] || tar czf "$OUT/gpu-logs.tgz" -C build --exclude="*.ckpt" --exclude="*.safetensors" --exclude="*.jsonl" gpu-check' EXIT
 el() { echo $(( $(date +%s) - t0 )); }
 
 # --- libraries carried as .debs (fetch-debs.sh), in /opt/hat-deps.  The
