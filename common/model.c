@@ -544,7 +544,6 @@ float model_forward(model *m, const int *tokens, const int *targets, int B, int 
  * d(input) would land in a just-cleared or just-copied buffer writes it
  * instead (matmul_backward_set, swiglu_backward, rmsnorm_backward's
  * dadd), with the same bits and one pass over the buffer fewer. */
-static void zero(float *p, size_t n) { vzero(p, n); }
 
 /* s->dres: on entry d(block output), on exit d(block input x). */
 static void block_backward(model *m, const block_weights *w, block_weights *gw,
@@ -562,7 +561,7 @@ static void block_backward(model *m, const block_weights *w, block_weights *gw,
     rmsnorm_backward(s->dres_mid, s->dres, gw->post_norm, s->dln, a->res_mid, w->post_norm, a->ln2_rstd, N, C);
     /* attention */
     matmul_backward_set(s->datty, gw->wo, s->dres_mid, a->atty, w->wo, N, HD, C);
-    zero(s->dqr, (size_t)N * HD); zero(s->dkr, (size_t)N * KD); zero(s->dv, (size_t)N * KD);
+    vzero(s->dqr, (size_t)N * HD); vzero(s->dkr, (size_t)N * KD); vzero(s->dv, (size_t)N * KD);
     attention_backward(s->dqr, s->dkr, s->dv, m->att_scratch, s->datty, a->atty, a->att_lse,
                        a->qr, a->kr, a->v, B, T, H, KV, D);
     rope_backward(s->dqr, m->pos, m->rope_cos, m->rope_sin, N, H, D);

@@ -416,7 +416,7 @@ static void rmsnorm_swiglu_match_reference(void)
     swiglu_forward_ref(y1, g, u, n);
     CHECK(test_rel_err(y0, y1, n) < 1e-6);
     /* backward overwrites (what it held is ignored); the _ref adds onto zeros */
-    float *dg0 = randv(n, &r, -1, 1), *dg1 = xcalloc(n, sizeof(float)), *du0 = randv(n, &r, -1, 1), *du1 = xcalloc(n, sizeof(float));
+    float *dg0 = xmalloc(n * sizeof(float)), *dg1 = xcalloc(n, sizeof(float)), *du0 = xmalloc(n * sizeof(float)), *du1 = xcalloc(n, sizeof(float));
     for (size_t i = 0; i < n; i++) dg0[i] = du0[i] = NAN;
     swiglu_backward(dg0, du0, dy, g, u, n);
     swiglu_backward_ref(dg1, du1, dy, g, u, n);
