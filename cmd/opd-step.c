@@ -28,8 +28,11 @@ static const char usage[] =
     "  --temperature X    sampling temperature (default 1)\n"
     "  --top-k N  --top-p X\n"
     "  --max-tokens N     completion tokens at most (default 128)\n"
-    "  --kl MODE          full (reverse KL over the vocabulary, default) | sampled\n"
-    "                     (the sampled token's log-ratio as a per-token advantage)\n"
+    "  --kl MODE          full (reverse KL over the vocabulary, default) |\n"
+    "                     sampled (the sampled token's log-ratio as an advantage) |\n"
+    "                     forward (KL(teacher || student) over the vocabulary)\n"
+    "  --teacher-samples J  of each prompt's K completions, J are the teacher's\n"
+    "                     samples, distilled on the same way (default 0)\n"
     "  --micro-batch N    sequences per forward pass (default 8)\n"
     "  --no-thinking      enable_thinking=false in the generation prompt\n"
     "  --replay FILE      also train on the domain's SFT data (sft-step's formats):\n"
@@ -49,7 +52,7 @@ static const char usage[] =
     "  -o FILE            output checkpoint (required)\n";
 
 enum { O_INIT = 1, O_TEACHER, O_STEPS, O_RESUME, O_PPS, O_SAMPLES, O_TEMP, O_TOPK, O_TOPP,
-       O_MAXTOK, O_KL, O_MB, O_NOTHINK,
+       O_MAXTOK, O_KL, O_TEACHER_K, O_MB, O_NOTHINK,
        O_METRICS, O_SAVE, O_DEVICE, O_PRECISION, O_REPLAY, O_RBATCH, O_RWEIGHT, O_RSEQ };
 
 /* A prompt needs its messages. */
@@ -69,7 +72,7 @@ static int opd_one(void *ctx, train_state *s, json_t **line, char *status, size_
     if (opd_step(x->o, s, x->k->opt_m, x->k->opt_v, &M, err)) return -1;
     *line = opd_metrics_json(&M, s->step);
     json_object_set_new(*line, "device", json_string(train_device_name(x->dev)));
-    snprintf(status, n, "kl %.4f  len %.1f  gen %.1fs opt %.1fs", x->oc->full ? M.kl : M.kl_sampled,
+    snprintf(status, n, "kl %.4f  len %.1f  gen %.1fs opt %.1fs", x->oc->kl == OPD_KL_FULL ? M.kl : x->oc->kl == OPD_KL_FORWARD ? M.kl_forward : M.kl_sampled,
              M.completion_len, M.t_gen, M.t_opt);
     if (M.replay_loss >= 0) {
         size_t u = strlen(status);
@@ -88,7 +91,8 @@ int main(int argc, char **argv)
         { "prompts-per-step", required_argument, NULL, O_PPS }, { "samples", required_argument, NULL, O_SAMPLES },
         { "temperature", required_argument, NULL, O_TEMP }, { "top-k", required_argument, NULL, O_TOPK },
         { "top-p", required_argument, NULL, O_TOPP }, { "max-tokens", required_argument, NULL, O_MAXTOK },
-        { "kl", required_argument, NULL, O_KL }, { "micro-batch", required_argument, NULL, O_MB },
+        { "kl", required_argument, NULL, O_KL },
+        { "teacher-samples", required_argument, NULL, O_TEACHER_K }, { "micro-batch", required_argument, NULL, O_MB },
         { "no-thinking", no_argument, NULL, O_NOTHINK },
         { "replay", required_argument, NULL, O_REPLAY }, { "replay-batch", required_argument, NULL, O_RBATCH },
         { "replay-weight", required_argument, NULL, O_RWEIGHT }, { "replay-seq", required_argument, NULL, O_RSEQ },
@@ -127,10 +131,10 @@ int main(int argc, char **argv)
         case O_TOPP: oc.top_p = (float)cli_double(&spec, "--top-p", optarg, 0, 1); break;
         case O_MAXTOK: oc.max_tokens = (int)cli_long(&spec, "--max-tokens", optarg, 1, 1 << 20); break;
         case O_KL:
-            if (strcmp(optarg, "full") && strcmp(optarg, "sampled"))
-                cli_usage_error(&spec, "--kl: must be full or sampled");
-            oc.full = !strcmp(optarg, "full");
+            if ((oc.kl = opd_kl_mode(optarg)) < 0)
+                cli_usage_error(&spec, "--kl: must be full, sampled or forward");
             break;
+        case O_TEACHER_K: oc.teacher_K = (int)cli_long(&spec, "--teacher-samples", optarg, 0, 1 << 12); break;
         case O_MB: oc.micro_batch = (int)cli_long(&spec, "--micro-batch", optarg, 1, 1 << 16); break;
         case O_NOTHINK: oc.enable_thinking = CHAT_THINK_OFF; break;
         case O_REPLAY: replay = optarg; break;
@@ -145,6 +149,7 @@ int main(int argc, char **argv)
     }
     if (!init || !teacher || steps < 0) cli_usage_error(&spec, "--init, --teacher and --steps are required");
     if (!c.output || is_stdio_path(c.output)) cli_usage_error(&spec, "-o OUT.ckpt is required");
+    if (oc.teacher_K > oc.K) cli_usage_error(&spec, "--teacher-samples: at most --samples");
     if (replay) oc.replay_batch = replay_batch;
 
     int rc = 0, have_t = 0;

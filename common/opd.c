@@ -13,6 +13,17 @@
 #include <string.h>
 #include <time.h>
 
+static const char *const kl_names[] = { "sampled", "full", "forward" };
+
+int opd_kl_mode(const char *name)
+{
+    for (int i = 0; i < (int)(sizeof kl_names / sizeof *kl_names); i++)
+        if (!strcmp(name, kl_names[i])) return i;
+    return -1;
+}
+
+const char *opd_kl_name(int mode) { return kl_names[mode]; }
+
 void opd_config_default(opd_config *c)
 {
     memset(c, 0, sizeof *c);
@@ -21,7 +32,7 @@ void opd_config_default(opd_config *c)
     c->temperature = 1.0f;
     c->top_p = 1.0f;
     c->max_tokens = 128;
-    c->full = 1;
+    c->kl = OPD_KL_FULL;
     c->micro_batch = 8;
     c->enable_thinking = CHAT_THINK_UNSET;
     c->replay_seq = 1024;
@@ -33,8 +44,10 @@ json_t *opd_config_json(const opd_config *c)
     json_t *j = json_pack("{s:i,s:i,s:f,s:i,s:f,s:i,s:s,s:i,s:i}", "prompts", c->n_prompts,
                           "samples", c->K, "temperature", (double)c->temperature, "top_k", c->top_k,
                           "top_p", (double)c->top_p, "max_tokens", c->max_tokens,
-                          "kl", c->full ? "full" : "sampled", "micro_batch", c->micro_batch,
+                          "kl", opd_kl_name(c->kl), "micro_batch", c->micro_batch,
                           "enable_thinking", c->enable_thinking);
+    if (c->teacher_K)         /* absent where 0, as before it existed */
+        json_object_set_new(j, "teacher_samples", json_integer(c->teacher_K));
     if (c->replay_batch)      /* absent in runs without replay, as before it existed */
         json_object_set_new(j, "replay", json_pack("{s:i,s:i,s:f}", "batch", c->replay_batch,
                                                    "seq", c->replay_seq, "weight", (double)c->replay_weight));
@@ -48,7 +61,7 @@ int opd_config_parse(opd_config *c, const json_t *j, const char *name)
                                   "max_tokens", "micro_batch", "enable_thinking" };
     double v[8];
     const char *kl = json_string_value(json_object_get(j, "kl"));
-    int bad = !kl || (strcmp(kl, "full") && strcmp(kl, "sampled"));
+    int bad = !kl || opd_kl_mode(kl) < 0;
     for (int i = 0; i < 8 && !bad; i++) {
         json_t *x = json_object_get(j, keys[i]);
         bad = !json_is_number(x);
@@ -61,7 +74,13 @@ int opd_config_parse(opd_config *c, const json_t *j, const char *name)
     c->n_prompts = (int)v[0]; c->K = (int)v[1]; c->temperature = (float)v[2];
     c->top_k = (int)v[3]; c->top_p = (float)v[4]; c->max_tokens = (int)v[5];
     c->micro_batch = (int)v[6]; c->enable_thinking = (int)v[7];
-    c->full = !strcmp(kl, "full");
+    c->kl = opd_kl_mode(kl);
+    const json_t *tk = json_object_get(j, "teacher_samples");
+    if (tk && (!json_is_integer(tk) || json_integer_value(tk) < 0 || json_integer_value(tk) > c->K)) {
+        hat_errat(name, 0, "trainer_state.json: malformed \"opd\".\"teacher_samples\"");
+        return -1;
+    }
+    c->teacher_K = tk ? (int)json_integer_value(tk) : 0;
     const json_t *r = json_object_get(j, "replay");
     if (r) {
         const json_t *b = json_object_get(r, "batch"), *t = json_object_get(r, "seq"),
@@ -92,7 +111,7 @@ static void log_softmax(const float *z, int V, double *out)
 }
 
 double opd_kl_rows(float *ds, const float *zs, const float *zt, const int *tgt, int N, int V,
-                   int full, float scale)
+                   int mode, float scale)
 {
     double total = 0;
     #pragma omp parallel
@@ -105,7 +124,12 @@ double opd_kl_rows(float *ds, const float *zs, const float *zt, const int *tgt, 
             if (tgt[n] < 0) { if (d) memset(d, 0, sizeof(float) * V); continue; }
             log_softmax(a, V, ls);
             log_softmax(b, V, lt);
-            if (full) {
+            if (mode == OPD_KL_FORWARD) {
+                double kl = 0;
+                for (int i = 0; i < V; i++) kl += exp(lt[i]) * (lt[i] - ls[i]);
+                total += kl;
+                if (d) for (int i = 0; i < V; i++) d[i] = (float)(scale * (exp(ls[i]) - exp(lt[i])));
+            } else if (mode == OPD_KL_FULL) {
                 double kl = 0;
                 for (int i = 0; i < V; i++) kl += exp(ls[i]) * (ls[i] - lt[i]);
                 total += kl;
@@ -294,11 +318,14 @@ static long record_at(const opd *o, uint64_t seed, long k)
     return x;
 }
 
-/* K completions of each record recs[0..n): out[i*K+k], stream (stream0+i)*K+k. */
-static void sample_all(opd *o, const long *recs, int n, uint64_t seed, uint64_t stream0, sample *out)
+/* Completions k0..k1-1 of each record recs[0..n), sampled from m:
+ * out[i*K+k], stream (stream0+i)*K+k. */
+static void sample_all(opd *o, model *m, int k0, int k1, const long *recs, int n, uint64_t seed,
+                       uint64_t stream0, sample *out)
 {
-    int K = o->c.K, total = n * K, added = 0, done = 0, cap = o->c.n_prompts * o->c.K;
+    int K = o->c.K, per = k1 - k0, total = n * per, added = 0, done = 0, cap = o->c.n_prompts * o->c.K;
     if (cap > 64) cap = 64;
+    if (total <= 0) return;
     gen_params p;
     memset(&p, 0, sizeof p);
     p.temperature = o->c.temperature;
@@ -314,14 +341,16 @@ static void sample_all(opd *o, const long *recs, int n, uint64_t seed, uint64_t 
      * weights and the streams, never on what an earlier step left in it,
      * and a resumed run samples exactly what the uninterrupted one did */
     char *why = NULL;
-    o->e = gen_open(o->s, cap, o->max_len, &o->gdev, &why);   /* cpu or auto: never NULL */
+    o->e = gen_open(m, cap, o->max_len, &o->gdev, &why);   /* cpu or auto: never NULL */
     free(why);
     while (done < total) {
         while (added < total) {
-            const tok_ids *pr = &o->pids[recs[added / K]];
-            int slot = gen_add(o->e, pr->v, (int)pr->n, &p, seed, (stream0 + added / K) * K + added % K);
+            int i = added / per, k = k0 + added % per;
+            const tok_ids *pr = &o->pids[recs[i]];
+            int slot = gen_add(o->e, pr->v, (int)pr->n, &p, seed, (stream0 + i) * K + k);
             if (slot < 0) break;
-            who[slot] = added++;
+            who[slot] = i * K + k;
+            added++;
         }
         gen_step(o->e);
         for (int slot = 0; slot < cap; slot++) {
@@ -371,7 +400,7 @@ static int fill(const sample *x, int B, int *T_out, int **tok, int **tgt)
 
 /* Sum of KL over the samples' completion tokens; with grads, the student's
  * gradient of scale * that sum is added. */
-static double kl_pass(opd *o, sample *x, int total, int full, int grads, float scale, long *tokens)
+static double kl_pass(opd *o, sample *x, int total, int mode, int grads, float scale, long *tokens)
 {
     double sum = 0;
     int V = o->s->cfg.vocab_size;
@@ -382,7 +411,7 @@ static double kl_pass(opd *o, sample *x, int total, int full, int grads, float s
                                 : model_forward_logits(o->t, tok, B, T);
         float *zs = o->ds ? model_cuda_forward_logits(o->ds, tok, B, T)
                           : model_forward_logits(o->s, tok, B, T);
-        sum += opd_kl_rows(grads ? zs : NULL, zs, zt, tgt, B * T, V, full, scale);
+        sum += opd_kl_rows(grads ? zs : NULL, zs, zt, tgt, B * T, V, mode, scale);
         if (grads && o->ds) model_cuda_backward_dlogits(o->ds, zs);
         else if (grads) model_backward_dlogits(o->s, zs);
         free(tok);
@@ -398,11 +427,12 @@ static long count_completion(const sample *x, int total)
     return n;
 }
 
-/* IFEval prompt-level strict pass of each sample whose record has
- * instructions: *passed of *counted. */
+/* IFEval prompt-level strict pass of each of the student's samples whose
+ * record has instructions: *passed of *counted. */
 static void ifeval_samples(opd *o, const sample *x, int total, long *passed, long *counted)
 {
     for (int i = 0; i < total; i++) {
+        if (i % o->c.K >= o->c.K - o->c.teacher_K) continue;   /* the teacher's */
         const json_t *rec = json_array_get(o->prompts, x[i].rec);
         json_t *ids = json_object_get(rec, "instruction_id_list"), *kw = json_object_get(rec, "kwargs");
         if (!json_array_size(ids) || !json_is_array(kw)) continue;
@@ -438,13 +468,15 @@ int opd_step(opd *o, train_state *s, float *exp_avg, float *exp_avg_sq, opd_metr
     for (int i = 0; i < n; i++) recs[i] = record_at(o, s->seed, s->data_pos + i);
     sample *x = xcalloc(total, sizeof *x);
     double t0 = hat_now();
-    sample_all(o, recs, n, s->seed, (uint64_t)s->data_pos, x);
+    int ks = o->c.K - o->c.teacher_K;   /* the student's completions of a prompt */
+    sample_all(o, o->s, 0, ks, recs, n, s->seed, (uint64_t)s->data_pos, x);
+    sample_all(o, o->t, ks, o->c.K, recs, n, s->seed, (uint64_t)s->data_pos, x);
     double t1 = hat_now();
     long ctoks = count_completion(x, total), tokens = 0;
     if (o->ds) model_cuda_zero_grad(o->ds);
     else { model_alloc_grads(o->s); model_zero_grad(o->s); }
     float scale = ctoks ? 1.0f / ctoks : 0;
-    double sum = kl_pass(o, x, total, o->c.full, 1, scale, &tokens);
+    double sum = kl_pass(o, x, total, o->c.kl, 1, scale, &tokens);
     M->replay_loss = -1;
     if (o->replay) replay_pass(o, s, M);
     M->lr = optim_lr(&s->opt, s->step);
@@ -458,8 +490,10 @@ int opd_step(opd *o, train_state *s, float *exp_avg, float *exp_avg_sq, opd_metr
     }
     M->t_opt = hat_now() - t1;
     M->t_gen = t1 - t0;
-    if (o->c.full) M->kl = tokens ? sum / tokens : 0;
-    else M->kl_sampled = tokens ? sum / tokens : 0;
+    double mean = tokens ? sum / tokens : 0;
+    if (o->c.kl == OPD_KL_FULL) M->kl = mean;
+    else if (o->c.kl == OPD_KL_FORWARD) M->kl_forward = mean;
+    else M->kl_sampled = mean;
     long passed = 0, counted = 0;
     ifeval_samples(o, x, total, &passed, &counted);
     M->ifeval_pass = counted ? (double)passed / counted : -1;
@@ -481,8 +515,8 @@ double opd_eval_kl(opd *o, uint64_t seed, long first, int n, uint64_t stream0)
     long *recs = xmalloc(n * sizeof *recs), tokens = 0;
     for (int i = 0; i < n; i++) recs[i] = (first + i) % o->n;
     sample *x = xcalloc(total, sizeof *x);
-    sample_all(o, recs, n, seed, stream0, x);
-    double sum = kl_pass(o, x, total, 1, 0, 0, &tokens);
+    sample_all(o, o->s, 0, o->c.K, recs, n, seed, stream0, x);
+    double sum = kl_pass(o, x, total, OPD_KL_FULL, 0, 0, &tokens);
     free_samples(x, total);
     free(recs);
     return tokens ? sum / tokens : 0;
@@ -491,8 +525,8 @@ double opd_eval_kl(opd *o, uint64_t seed, long first, int n, uint64_t stream0)
 json_t *opd_metrics_json(const opd_metrics *M, long step)
 {
     double tt = M->t_gen + M->t_opt;
-    json_t *j = json_pack("{s:I,s:f,s:f,s:f,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:{s:f,s:f}}",
-        "step", (json_int_t)step, "kl", M->kl, "kl_sampled", M->kl_sampled,
+    json_t *j = json_pack("{s:I,s:f,s:f,s:f,s:f,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:{s:f,s:f}}",
+        "step", (json_int_t)step, "kl", M->kl, "kl_sampled", M->kl_sampled, "kl_forward", M->kl_forward,
         "completion_len", M->completion_len, "samples", (json_int_t)M->samples,
         "stopped", (json_int_t)M->stopped, "gen_tokens", (json_int_t)M->gen_tokens,
         "grad_norm", M->grad_norm, "lr", (double)M->lr,

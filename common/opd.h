@@ -10,11 +10,25 @@
  *   sampled  a = log p_s(y) - log p_t(y), the one-sample estimate of KL;
  *            loss = -A log p_s(y) with the advantage A = -a held fixed,
  *            d / d z_s = -A (onehot(y) - p_s)
+ *   forward  KL(p_t || p_s) = sum_v p_t,v (log p_t,v - log p_s,v) at the
+ *            student's own positions, d / d z_s = p_s - p_t.  The reverse
+ *            KL's gradient vanishes where the student is sure of a token
+ *            the teacher would not write (p_s,k near 1 makes both of its
+ *            factors small); the forward one stays p_s - p_t, so a
+ *            student that opens every general answer with "@" as the
+ *            agent does is pulled to the teacher's first token at once.
  * and the step's loss is the mean over all completion tokens of the step.
  * Prompts are general-gen records (man 5 general.jsonl): the messages up to
  * and including the first user message, rendered with the generation
  * prompt.  Prompt i of the data order draws completions from the streams
  * i * K + k.
+ *
+ * Teacher samples (teacher_K of the K): on-policy samples teach nothing
+ * where the student's own completions are text the teacher never saw (an
+ * agent's "@nick" opening run on into noise), so some of each prompt's
+ * completions may be the teacher's, scored the same way: with the forward
+ * KL that is word-level distillation on the teacher's text, the mixed
+ * form of generalised knowledge distillation (Agarwal et al., 2024).
  *
  * Replay (opd_set_replay): OPD towards a base that knows nothing of the
  * domain pulls the student off it long before instruction following
@@ -32,13 +46,20 @@
 #include "tokenizer.h"
 #include "train.h"
 
+enum { OPD_KL_SAMPLED, OPD_KL_FULL, OPD_KL_FORWARD };
+/* "sampled", "full", "forward" -> OPD_KL_*, or -1 */
+int     opd_kl_mode(const char *name);
+const char *opd_kl_name(int mode);
+
 typedef struct {
     int   n_prompts, K;      /* prompts per step, completions per prompt */
     float temperature;
     int   top_k;
     float top_p;
     int   max_tokens;        /* completion tokens at most */
-    int   full;              /* 1 = full-vocabulary KL, 0 = sampled-token form */
+    int   kl;                /* OPD_KL_*: the per-position loss */
+    int   teacher_K;         /* of the K completions of a prompt, the last teacher_K
+                                are the teacher's samples (0: all the student's) */
     int   micro_batch;       /* sequences per forward pass */
     int   enable_thinking;   /* CHAT_THINK_* */
     int   replay_batch;      /* domain sequences per step (0: no replay) */
@@ -51,11 +72,12 @@ json_t *opd_config_json(const opd_config *c);
 int     opd_config_parse(opd_config *c, const json_t *j, const char *name);
 
 /* KL rows: for each of N rows with tgt[n] >= 0, the student's and the
- * teacher's logits (V each).  Returns the sum of the per-row KL (full) or
- * of a (sampled); with ds set, writes scale * d loss / d z_s into ds
- * (rows with tgt < 0 get 0; ds may alias zs). */
+ * teacher's logits (V each).  Returns the sum of the per-row loss of mode
+ * (OPD_KL_*: the reverse KL, a, or the forward KL); with ds set, writes
+ * scale * d loss / d z_s into ds (rows with tgt < 0 get 0; ds may alias
+ * zs). */
 double opd_kl_rows(float *ds, const float *zs, const float *zt, const int *tgt, int N, int V,
-                   int full, float scale);
+                   int mode, float scale);
 
 /* 0 when the two checkpoints' tokenizer.json say the same (compared as
  * JSON) and the vocabularies agree; else a message (malloc'd). */
@@ -65,6 +87,7 @@ char   *opd_check_tokenizers(const char *student_tok, size_t sn, const char *tea
 typedef struct {
     double kl;               /* mean per completion token (the loss, full) */
     double kl_sampled;       /* mean of log p_s(y) - log p_t(y) */
+    double kl_forward;       /* mean forward KL (the loss, forward) */
     double completion_len;
     double ifeval_pass;      /* prompt-level strict, over samples whose prompt has
                                 instructions; -1 when none had */

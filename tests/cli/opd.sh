@@ -24,7 +24,7 @@ ok "opd-step --help" opd-step --help
 has "usage" "$T/.out" '^usage: opd-step --init'
 fails "unknown option" 2 opd-step --bogus
 fails "missing --teacher" 2 opd-step --init "$T/student.ckpt" --steps 1 -o "$T/x.ckpt" "$T/p.jsonl"
-fails "bad --kl" 2 opd-step $S --steps 1 --kl forward -o "$T/x.ckpt" "$T/p.jsonl"
+fails "bad --kl" 2 opd-step $S --steps 1 --kl reverse -o "$T/x.ckpt" "$T/p.jsonl"
 fails "other tokenizer refused" 1 opd-step --init "$T/student.ckpt" --teacher "$T/other.ckpt" --steps 1 -o "$T/x.ckpt" "$T/p.jsonl"
 has "tokenizer message" "$T/.err" "^opd-step: .*other.ckpt: the teacher's tokenizer.json differs from the student's; teacher and student must share the tokenizer"
 fails "teacher without tokenizer refused" 1 opd-step --init "$T/student.ckpt" --teacher "$T/notok.ckpt" --steps 1 -o "$T/x.ckpt" "$T/p.jsonl"
@@ -35,7 +35,7 @@ has "bad prompt message" "$T/.err" 'bad.jsonl:3: need "messages"'
 [ ! -e "$T/x.ckpt" ] && pass "no checkpoint on failure" || flunk "no checkpoint on failure"
 
 ok "two steps" opd-step $S --steps 2 --lr 1e-3 --metrics "$T/m.jsonl" -o "$T/a.ckpt" "$T/p.jsonl"
-has "metrics" "$T/m.jsonl" '^\{"step":2,"kl":[0-9.e-]+,"kl_sampled":0\.0,"completion_len":[0-9.e-]+,"samples":16,.*"tokens_per_s":.*"ifeval_pass":'
+has "metrics" "$T/m.jsonl" '^\{"step":2,"kl":[0-9.e-]+,"kl_sampled":0\.0,"kl_forward":0\.0,"completion_len":[0-9.e-]+,"samples":16,.*"tokens_per_s":.*"ifeval_pass":'
 ok "same seed again" opd-step $S --steps 2 --lr 1e-3 -o "$T/b.ckpt" "$T/p.jsonl"
 same "same seed, same checkpoint" "$T/a.ckpt" "$T/b.ckpt"
 ok "one step" opd-step $S --steps 1 --lr 1e-3 --total-steps 2 -o "$T/r1.ckpt" "$T/p.jsonl"
@@ -43,6 +43,22 @@ ok "--resume one more" opd-step --init "$T/r1.ckpt" --teacher "$T/teacher.ckpt" 
 same "1 + resume 1 = 2 steps" "$T/a.ckpt" "$T/r2.ckpt"
 ok "--kl sampled" opd-step $S --steps 1 --kl sampled --metrics "$T/s.jsonl" -o "$T/s.ckpt" "$T/p.jsonl"
 has "sampled estimate" "$T/s.jsonl" '"kl":0\.0,"kl_sampled":-?[0-9]'
+ok "--kl forward, one step" opd-step $S --steps 1 --lr 1e-3 --total-steps 2 --kl forward --metrics "$T/f.jsonl" -o "$T/f1.ckpt" "$T/p.jsonl"
+has "forward KL metric" "$T/f.jsonl" '"kl":0\.0,"kl_sampled":0\.0,"kl_forward":[0-9]'
+ok "--kl forward, two steps" opd-step $S --steps 2 --lr 1e-3 --kl forward -o "$T/f.ckpt" "$T/p.jsonl"
+ok "--kl forward, --resume" opd-step --init "$T/f1.ckpt" --teacher "$T/teacher.ckpt" --resume --steps 1 -o "$T/f2.ckpt" "$T/p.jsonl"
+same "forward: 1 + resume 1 = 2 steps" "$T/f.ckpt" "$T/f2.ckpt"
+fails "--teacher-samples over --samples" 2 opd-step $S --steps 1 --teacher-samples 5 -o "$T/x.ckpt" "$T/p.jsonl"
+ok "--teacher-samples 2, one step" opd-step $S --steps 1 --lr 1e-3 --total-steps 2 --kl forward --teacher-samples 2 -o "$T/t1.ckpt" "$T/p.jsonl"
+ok "--teacher-samples 2, two steps" opd-step $S --steps 2 --lr 1e-3 --kl forward --teacher-samples 2 --metrics "$T/t.jsonl" -o "$T/t.ckpt" "$T/p.jsonl"
+ok "--teacher-samples, --resume" opd-step --init "$T/t1.ckpt" --teacher "$T/teacher.ckpt" --resume --steps 1 -o "$T/t2.ckpt" "$T/p.jsonl"
+same "teacher samples: 1 + resume 1 = 2 steps" "$T/t.ckpt" "$T/t2.ckpt"
+[ "$(jq -s '.[0].kl_forward' "$T/t.jsonl")" != "$(jq -s '.[0].kl_forward' "$T/f.jsonl")" ] && pass "teacher samples change the loss" ||
+    flunk "teacher samples change the loss"
+# The teacher distilled on its own samples: nothing to learn.
+ok "teacher on its own samples" opd-step --init "$T/teacher.ckpt" --teacher "$T/teacher.ckpt" --prompts-per-step 4 --samples 4 \
+    --max-tokens 24 --steps 1 --kl forward --teacher-samples 4 --metrics "$T/self.jsonl" -o "$T/self.ckpt" "$T/p.jsonl"
+has "no KL to itself, no student samples to score" "$T/self.jsonl" '"kl_forward":0\.0,.*"ifeval_pass":null'
 
 # Pull back: KL(student || teacher) on held-out prompts, measured with
 # --lr 0 (no change), before and after 12 steps on the OPD prompts.
@@ -53,6 +69,11 @@ before=$(kl_on "$T/student.ckpt" before); after=$(kl_on "$T/d.ckpt" after)
 echo "# held-out KL before $before after $after"
 if awk -v a="$before" -v b="$after" 'BEGIN { exit !(b < a * 0.9) }'; then pass "OPD pulls the student towards the teacher"
 else flunk "OPD pulls the student towards the teacher" "before $before after $after"; fi
+ok "distil, forward KL" opd-step $S --steps 12 --lr 3e-3 --kl forward -o "$T/df.ckpt" "$T/p.jsonl"
+after=$(kl_on "$T/df.ckpt" afterf)
+echo "# held-out KL after forward-KL steps $after"
+if awk -v a="$before" -v b="$after" 'BEGIN { exit !(b < a * 0.9) }'; then pass "forward OPD pulls the student towards the teacher"
+else flunk "forward OPD pulls the student towards the teacher" "before $before after $after"; fi
 # Replay: each step also trains on domain sequences (here general-gen's
 # base split, answers included) by their cross-entropy.
 general-gen --split base -n 24 --seed 3 -o "$T/dom.jsonl" 2>/dev/null

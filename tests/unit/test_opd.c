@@ -26,6 +26,23 @@ static void test_kl_value(void)
     CHECK_NEAR(kl, 0.5 * log(0.5 / 0.8) + 0.5 * log(0.5 / 0.2), 1e-6);
     double est = opd_kl_rows(NULL, zs, zt, tgt, 1, 2, 0, 1);
     CHECK_NEAR(est, log(0.5 / 0.2), 1e-6);
+    double fwd = opd_kl_rows(NULL, zs, zt, tgt, 1, 2, OPD_KL_FORWARD, 1);
+    CHECK_NEAR(fwd, 0.8 * log(0.8 / 0.5) + 0.2 * log(0.2 / 0.5), 1e-6);
+    CHECK_EQ_INT(opd_kl_mode("forward"), OPD_KL_FORWARD);
+    CHECK_EQ_INT(opd_kl_mode("reverse"), -1);
+}
+
+/* Where the student is sure of a token the teacher would not write, the
+ * reverse KL hardly moves it and the forward KL does (opd.h). */
+static void test_forward_saturated(void)
+{
+    float zs[3] = { 12, 0, 0 }, zt[3] = { -4, 4, 0 }, d[3];
+    int tgt[1] = { 0 };
+    opd_kl_rows(d, zs, zt, tgt, 1, 3, OPD_KL_FULL, 1);
+    double rev = fabs(d[1]);
+    opd_kl_rows(d, zs, zt, tgt, 1, 3, OPD_KL_FORWARD, 1);
+    CHECK(rev < 1e-3);
+    CHECK(d[1] < -0.9);
 }
 
 static void test_kl_grad_fd(void)
@@ -47,6 +64,16 @@ static void test_kl_grad_fd(void)
         CHECK_NEAR(d[i], 0.5 * (up - dn) / (2 * h), 2e-4);
     }
     for (int v = 0; v < V; v++) CHECK_NEAR(d[V + v], 0, 0);   /* row without a target */
+    opd_kl_rows(d, zs, zt, tgt, N, V, OPD_KL_FORWARD, 0.5f);
+    for (int i = 0; i < N * V; i++) {
+        float keep = zs[i], h = 1e-3f;
+        zs[i] = keep + h;
+        double up = opd_kl_rows(NULL, zs, zt, tgt, N, V, OPD_KL_FORWARD, 1);
+        zs[i] = keep - h;
+        double dn = opd_kl_rows(NULL, zs, zt, tgt, N, V, OPD_KL_FORWARD, 1);
+        zs[i] = keep;
+        CHECK_NEAR(d[i], 0.5 * (up - dn) / (2 * h), 2e-4);
+    }
     /* sampled form: the gradient of -A log p_s(y) with A = -(lp_s - lp_t) held */
     opd_kl_rows(d, zs, zt, tgt, N, V, 0, 1);
     for (int n = 0; n < N; n++) {
@@ -69,8 +96,8 @@ static void test_equal_vanishes(void)
     float zs[N * V], d[N * V];
     int tgt[N] = { 1, 2, 3, 4, 5 };
     fill(zs, N * V, &r, 2);
-    for (int full = 0; full < 2; full++) {
-        double kl = opd_kl_rows(d, zs, zs, tgt, N, V, full, 1);
+    for (int mode = 0; mode < 3; mode++) {
+        double kl = opd_kl_rows(d, zs, zs, tgt, N, V, mode, 1);
         CHECK_NEAR(kl, 0, 1e-9);
         for (int i = 0; i < N * V; i++) CHECK_NEAR(d[i], 0, 1e-7);
     }
@@ -214,6 +241,7 @@ int main(void)
 {
     RUN(test_kl_value);
     RUN(test_kl_grad_fd);
+    RUN(test_forward_saturated);
     RUN(test_equal_vanishes);
     RUN(test_model);
     RUN(test_tokenizer_check);
