@@ -16,11 +16,10 @@ for p in tiny small paper; do
 done
 S="$T/small.plan"
 has "small: induction head first" "$S" 'sh tools/induction.sh .*/init.ckpt'
-has "small: look-up with 20,000 general chats" "$S" 'STEPS=800 PICK=0.5 ECHO=0.5 LINE=.* sh tools/lookup.sh .*/ind.ckpt .*/base.ckpt .*/general-base-20000.jsonl'
-has "small: the tokenizer from the first 5,000" "$S" 'general-gen --split base -n 5000 --seed 1 -o .*/general-base.jsonl'
+has "small: look-up with the general chats" "$S" 'STEPS=800 PICK=0.5 ECHO=0.5 LINE=.* sh tools/lookup.sh .*/ind.ckpt .*/base.ckpt .*/general-base.jsonl'
 has "small: the pick lists written as the harness's skill lines" "$S" 'LINE="\$\(jq -r .\.skill_loader\.line // empty. .*/harness\.json\)"'
 plan pick PROFILE=small STEPS_PICK=800 results > "$T/pick.plan"
-has "small STEPS_PICK=800: the mixed look-up stage writes look.ckpt" "$T/pick.plan" 'PICK=0.5 ECHO=0.5 LINE=.* sh tools/lookup.sh .*/ind.ckpt .*/look.ckpt .*/general-base-20000.jsonl'
+has "small STEPS_PICK=800: the mixed look-up stage writes look.ckpt" "$T/pick.plan" 'PICK=0.5 ECHO=0.5 LINE=.* sh tools/lookup.sh .*/ind.ckpt .*/look.ckpt .*/general-base.jsonl'
 has "small STEPS_PICK=800: then pick records only, to the base" "$T/pick.plan" 'STEPS=800 PICK=1 ECHO=0.5 LINE=.* sh tools/lookup.sh .*/look.ckpt .*/base.ckpt$'
 has "small: the mini harness writes its skill lines description first" "$HAT_TOP/tests/fixtures/harness-mini/harness.json" '"line": "- {description} -> {name}"'
 has "small: the mini preset" "$S" 'model-init --preset mini '
@@ -46,11 +45,9 @@ has "small: GRPO's tasks come from it" "$S" 'task-gen --world .*/rl-world.json '
 grep '^grpo-step ' "$S" | grep -c -- '--world .*/rl-world.json ' > "$T/nrl"
 has "small: all four GRPO runs on it" "$T/nrl" '^4$'
 hasnt "small: no GRPO run on the evaluation's world" "$S" '^grpo-step --world .*/world.json '
-has "small: OPD 200 steps of lr 1e-3, forward KL on the base's samples, no thinking" "$S" \
-    'opd-step --init .*/hsa-sft.ckpt .*--steps 200 .*--lr 1e-3 --kl forward --teacher-samples 2 --no-thinking'
-plan noreplay PROFILE=small OPD_REPLAY=0 results > "$T/noreplay.plan"
-hasnt "small OPD_REPLAY=0: no replay" "$T/noreplay.plan" '^ *--replay '
-plan replay PROFILE=small results > "$T/replay.plan"
+has "small: OPD 20 steps of lr 3e-5" "$S" 'opd-step --init .*/hsa-sft.ckpt .*--steps 20 .*--lr 3e-5'
+hasnt "small: no replay" "$S" '^ *--replay '
+plan replay PROFILE=small OPD_REPLAY=4 results > "$T/replay.plan"
 has "small OPD_REPLAY=4: replaying HSA-SFT's own data" "$T/replay.plan" '^ *--replay .*/hsa-nonce1-w1800-real1-words1.jsonl --replay-batch 4'
 has "small OPD_REPLAY=4: and Fixed-SFT's" "$T/replay.plan" '^ *--replay .*/sft1800/sessions.jsonl --replay-batch 4'
 # dev-MODEL's robust sets: the evaluation's kinds from train phrasings
