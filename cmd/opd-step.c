@@ -72,8 +72,8 @@ static int opd_one(void *ctx, train_state *s, json_t **line, char *status, size_
     if (opd_step(x->o, s, x->k->opt_m, x->k->opt_v, &M, err)) return -1;
     *line = opd_metrics_json(&M, s->step);
     json_object_set_new(*line, "device", json_string(train_device_name(x->dev)));
-    snprintf(status, n, "kl %.4f  len %.1f  gen %.1fs opt %.1fs", x->oc->kl == OPD_KL_FULL ? M.kl : x->oc->kl == OPD_KL_FORWARD ? M.kl_forward : M.kl_sampled,
-             M.completion_len, M.t_gen, M.t_opt);
+    double loss = x->oc->kl == OPD_KL_FULL ? M.kl : x->oc->kl == OPD_KL_FORWARD ? M.kl_forward : M.kl_sampled;
+    snprintf(status, n, "kl %.4f  len %.1f  gen %.1fs opt %.1fs", loss, M.completion_len, M.t_gen, M.t_opt);
     if (M.replay_loss >= 0) {
         size_t u = strlen(status);
         snprintf(status + u, n - u, "  replay %.4f", M.replay_loss);
