@@ -55,7 +55,8 @@ ok "--teacher-samples, --resume" opd-step --init "$T/t1.ckpt" --teacher "$T/teac
 same "teacher samples: 1 + resume 1 = 2 steps" "$T/t.ckpt" "$T/t2.ckpt"
 [ "$(jq -s '.[0].kl_forward' "$T/t.jsonl")" != "$(jq -s '.[0].kl_forward' "$T/f.jsonl")" ] && pass "teacher samples change the loss" ||
     flunk "teacher samples change the loss"
-# The teacher distilled on its own samples: nothing to learn.
+# All K completions the teacher's: ifeval_pass scores the student's only, so it is null
+# (and a teacher distilled on itself has nothing to learn).
 ok "teacher on its own samples" opd-step --init "$T/teacher.ckpt" --teacher "$T/teacher.ckpt" --prompts-per-step 4 --samples 4 \
     --max-tokens 24 --steps 1 --kl forward --teacher-samples 4 --metrics "$T/self.jsonl" -o "$T/self.ckpt" "$T/p.jsonl"
 has "no KL to itself, no student samples to score" "$T/self.jsonl" '"kl_forward":0\.0,.*"ifeval_pass":null'

@@ -22,9 +22,9 @@ static void test_kl_value(void)
     /* two-token vocabulary by hand: p_s = (.5,.5), p_t = (.8,.2) */
     float zs[2] = { 0, 0 }, zt[2] = { logf(0.8f), logf(0.2f) };
     int tgt[1] = { 1 };
-    double kl = opd_kl_rows(NULL, zs, zt, tgt, 1, 2, 1, 1);
+    double kl = opd_kl_rows(NULL, zs, zt, tgt, 1, 2, OPD_KL_FULL, 1);
     CHECK_NEAR(kl, 0.5 * log(0.5 / 0.8) + 0.5 * log(0.5 / 0.2), 1e-6);
-    double est = opd_kl_rows(NULL, zs, zt, tgt, 1, 2, 0, 1);
+    double est = opd_kl_rows(NULL, zs, zt, tgt, 1, 2, OPD_KL_SAMPLED, 1);
     CHECK_NEAR(est, log(0.5 / 0.2), 1e-6);
     double fwd = opd_kl_rows(NULL, zs, zt, tgt, 1, 2, OPD_KL_FORWARD, 1);
     CHECK_NEAR(fwd, 0.8 * log(0.8 / 0.5) + 0.2 * log(0.2 / 0.5), 1e-6);
@@ -53,29 +53,23 @@ static void test_kl_grad_fd(void)
     int tgt[N] = { 2, -1, 0, 6, 3 };
     fill(zs, N * V, &r, 1.5);
     fill(zt, N * V, &r, 1.5);
-    opd_kl_rows(d, zs, zt, tgt, N, V, 1, 0.5f);
-    for (int i = 0; i < N * V; i++) {
-        float keep = zs[i], h = 1e-3f;
-        zs[i] = keep + h;
-        double up = opd_kl_rows(NULL, zs, zt, tgt, N, V, 1, 1);
-        zs[i] = keep - h;
-        double dn = opd_kl_rows(NULL, zs, zt, tgt, N, V, 1, 1);
-        zs[i] = keep;
-        CHECK_NEAR(d[i], 0.5 * (up - dn) / (2 * h), 2e-4);
-    }
-    for (int v = 0; v < V; v++) CHECK_NEAR(d[V + v], 0, 0);   /* row without a target */
-    opd_kl_rows(d, zs, zt, tgt, N, V, OPD_KL_FORWARD, 0.5f);
-    for (int i = 0; i < N * V; i++) {
-        float keep = zs[i], h = 1e-3f;
-        zs[i] = keep + h;
-        double up = opd_kl_rows(NULL, zs, zt, tgt, N, V, OPD_KL_FORWARD, 1);
-        zs[i] = keep - h;
-        double dn = opd_kl_rows(NULL, zs, zt, tgt, N, V, OPD_KL_FORWARD, 1);
-        zs[i] = keep;
-        CHECK_NEAR(d[i], 0.5 * (up - dn) / (2 * h), 2e-4);
+    /* the two exact forms against finite differences of their value */
+    static const int modes[] = { OPD_KL_FULL, OPD_KL_FORWARD };
+    for (int m = 0; m < 2; m++) {
+        opd_kl_rows(d, zs, zt, tgt, N, V, modes[m], 0.5f);
+        for (int i = 0; i < N * V; i++) {
+            float keep = zs[i], h = 1e-3f;
+            zs[i] = keep + h;
+            double up = opd_kl_rows(NULL, zs, zt, tgt, N, V, modes[m], 1);
+            zs[i] = keep - h;
+            double dn = opd_kl_rows(NULL, zs, zt, tgt, N, V, modes[m], 1);
+            zs[i] = keep;
+            CHECK_NEAR(d[i], 0.5 * (up - dn) / (2 * h), 2e-4);
+        }
+        for (int v = 0; v < V; v++) CHECK_NEAR(d[V + v], 0, 0);   /* row without a target */
     }
     /* sampled form: the gradient of -A log p_s(y) with A = -(lp_s - lp_t) held */
-    opd_kl_rows(d, zs, zt, tgt, N, V, 0, 1);
+    opd_kl_rows(d, zs, zt, tgt, N, V, OPD_KL_SAMPLED, 1);
     for (int n = 0; n < N; n++) {
         if (tgt[n] < 0) continue;
         const float *z = zs + n * V, *w = zt + n * V;
@@ -121,7 +115,7 @@ static double model_kl(model *s, model *t, int grads)
 {
     const float *zt = model_forward_logits(t, tok, B, T);
     float *zs = model_forward_logits(s, tok, B, T);
-    double kl = opd_kl_rows(grads ? zs : NULL, zs, zt, tgt, B * T, 16, 1, 1);
+    double kl = opd_kl_rows(grads ? zs : NULL, zs, zt, tgt, B * T, 16, OPD_KL_FULL, 1);
     if (grads) model_backward_dlogits(s, zs);
     return kl;
 }
