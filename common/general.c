@@ -73,6 +73,49 @@ void general_free(general_gen *g)
     free(g);
 }
 
+/* Every phrasing a string, and no phrasing in two splits: a split's own
+ * phrasings (split_phrasings) must not repeat one another split draws, or
+ * the splits would stop being unseen by one another. */
+static int check_phrasings(json_t *cons, char **err)
+{
+    const char *id;
+    json_t *c;
+    json_object_foreach(json_object_get(cons, "constraints"), id, c) {
+        json_t *ph = json_object_get(c, "phrasings"), *own = json_object_get(c, "split_phrasings");
+        if (!json_array_size(ph)) { *err = xasprintf("constraints.json: %s: no phrasings", id); return -1; }
+        if (own && !json_is_object(own)) { *err = xasprintf("constraints.json: %s: split_phrasings must be an object", id); return -1; }
+        const char *sp;
+        json_t *list;
+        json_object_foreach(own, sp, list) {
+            int s = general_split(sp);
+            if (s < 0 || !json_is_array(list)) {
+                *err = xasprintf("constraints.json: %s: split_phrasings.%s: %s", id, sp, s < 0 ? "no such split" : "must be an array");
+                return -1;
+            }
+            size_t i, k;
+            json_t *t, *u;
+            json_array_foreach(list, i, t) {
+                if (!json_is_string(t)) { *err = xasprintf("constraints.json: %s: split_phrasings.%s[%zu] must be a string", id, sp, i); return -1; }
+                json_array_foreach(ph, k, u)
+                    if ((int)(k % 3) != s && json_equal(t, u)) {
+                        *err = xasprintf("constraints.json: %s: split_phrasings.%s[%zu] is phrasings[%zu], which split %s draws",
+                                         id, sp, i, k, SPLITS[k % 3]);
+                        return -1;
+                    }
+                const char *sp2;
+                json_t *l2;
+                json_object_foreach(own, sp2, l2)
+                    json_array_foreach(strcmp(sp, sp2) ? l2 : NULL, k, u)
+                        if (json_equal(t, u)) {
+                            *err = xasprintf("constraints.json: %s: split_phrasings.%s[%zu] is also split %s's", id, sp, i, sp2);
+                            return -1;
+                        }
+            }
+        }
+    }
+    return 0;
+}
+
 general_gen *general_load(const char *dir, char **err)
 {
     general_gen *g = xcalloc(1, sizeof *g);
@@ -96,6 +139,7 @@ general_gen *general_load(const char *dir, char **err)
             *err = xasprintf("tasks.json: no templates for split %s", SPLITS[s]);
             goto fail;
         }
+    if (check_phrasings(g->cons, err)) goto fail;
     if (ifeval_punkt_load(NULL, err) || ifeval_lang_load(NULL, err)) goto fail;
     return g;
 fail:
@@ -514,10 +558,17 @@ static char *compose_prompt(const general_gen *g, rng_t *r, int split, const dra
     sbuf_puts(&b, task);
     for (int i = 0; i < d->n; i++) {
         if (skip_repeat && !strcmp(d->ids[i], "combination:repeat_prompt")) continue;
-        json_t *ph = json_object_get(json_object_get(json_object_get(g->cons, "constraints"), d->ids[i]), "phrasings");
-        size_t n = json_array_size(ph), per = (n + 2 - (size_t)split) / 3;   /* indices split, split+3, ... */
-        size_t k = (size_t)split + 3 * (per ? rng_below(r, per) : 0);
-        char *s = fill(json_string_value(json_array_get(ph, k < n ? k : (size_t)split)), d->vars[i]);
+        json_t *c = json_object_get(json_object_get(g->cons, "constraints"), d->ids[i]);
+        json_t *ph = json_object_get(c, "phrasings");
+        json_t *own = json_object_get(json_object_get(c, "split_phrasings"), SPLITS[split]);
+        /* The split's share: indices split, split+3, ..., then the
+         * phrasings only it draws.  One draw whatever the count, so a
+         * split's own phrasings change no other split's records. */
+        size_t n = json_array_size(ph), per = (n + 2 - (size_t)split) / 3, extra = json_array_size(own);
+        size_t k = rng_below(r, per + extra ? per + extra : 1);
+        const char *t = k < per ? json_string_value(json_array_get(ph, (size_t)split + 3 * k))
+                                : json_string_value(json_array_get(own, k - per));
+        char *s = fill(t ? t : json_string_value(json_array_get(ph, (size_t)split)), d->vars[i]);
         sbuf_printf(&b, " %s", s);
         free(s);
     }

@@ -41,6 +41,39 @@ jq -r '.prompt' "$T"/g-base-*.jsonl | sort -u >"$T/pb"
 jq -r '.prompt' "$T"/g-eval-*.jsonl | sort -u >"$T/pe"
 [ -z "$(comm -12 "$T/pb" "$T/pe")" ] && pass "base and eval prompts disjoint" || flunk "base and eval prompts disjoint"
 has "records carry ids and messages" "$T/g-base-1.jsonl" '^\{"id":"general-base-1-000000","split":"base","messages":\[\{"role":"user"'
+# Each split draws only its own phrasings: the share phrasings[i] with
+# i mod 3 = split, then split_phrasings.SPLIT (the opd split's extras), and
+# the opd split does draw those extras.  Checked on the phrasings with no
+# placeholder, whose text appears in the prompt as it is.
+CJ="$HAT_DATA/general/constraints.json"
+jq -r '.constraints[] | (.phrasings | to_entries[] | "\(.key % 3)\t\(.value)"),
+        ((.split_phrasings // {}) | to_entries[] | .key as $s | .value[] | "\({base:0,opd:1,eval:2}[$s])\t\(.)")
+       | select(test("[{}]") | not)' "$CJ" >"$T/phr"
+general-gen --split opd -n 400 --seed 4 -o "$T/g-opd-4.jsonl" 2>/dev/null
+for s in 0:base 1:opd 2:eval; do
+    i=${s%%:*}
+    jq -r '.messages[0].content' $(ls "$T"/g-${s#*:}-*.jsonl) >"$T/pr-$i"
+done
+wrong=0 extras=0
+while IFS="$(printf '\t')" read -r k text; do
+    for i in 0 1 2; do
+        [ "$i" = "$k" ] && continue
+        grep -qF -- "$text" "$T/pr-$i" && { wrong=$((wrong + 1)); echo "split $i drew split $k's: $text" >&2; }
+    done
+done <"$T/phr"
+[ "$wrong" = 0 ] && pass "no split draws another split's phrasing" || flunk "no split draws another split's phrasing" "$wrong"
+jq -r '.constraints[].split_phrasings.opd[]? | select(test("[{}]") | not)' "$CJ" >"$T/extra"
+extras=$(while IFS= read -r text; do grep -qF -- "$text" "$T/pr-1" && echo x; done <"$T/extra" | wc -l)
+[ "$extras" -ge $(( $(wc -l <"$T/extra") * 3 / 4 )) ] && pass "the opd split draws its extra phrasings ($extras of $(wc -l <"$T/extra"))" \
+    || flunk "the opd split draws its extra phrasings" "$extras of $(wc -l <"$T/extra")"
+# Bad phrasing data: an opd extra that is the eval split's phrasing.
+mkdir -p "$T/d/general"; cp "$HAT_DATA"/general/* "$T/d/general/"
+jq '.constraints["punctuation:no_comma"].split_phrasings.opd += [.constraints["punctuation:no_comma"].phrasings[2]]' "$CJ" >"$T/d/general/constraints.json"
+fails "an extra phrasing another split draws" 1 env HAT_DATA="$T/d" general-gen --split opd -n 1
+has "names the constraint and the split" "$T/.err" 'punctuation:no_comma: split_phrasings.opd\[4\] is phrasings\[2\], which split eval draws'
+jq '.constraints["punctuation:no_comma"].split_phrasings = {"test": ["x"]}' "$CJ" >"$T/d/general/constraints.json"
+fails "split_phrasings of no split" 1 env HAT_DATA="$T/d" general-gen --split opd -n 1
+has "names the bad split" "$T/.err" 'split_phrasings.test: no such split'
 
 # --import of Tulu 3 / OpenAI messages
 printf '%s\n' '{"id":"t1","source":"x","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello!"}]}' \
