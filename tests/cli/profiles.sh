@@ -45,11 +45,15 @@ has "small: GRPO's tasks come from it" "$S" 'task-gen --world .*/rl-world.json '
 grep '^grpo-step ' "$S" | grep -c -- '--world .*/rl-world.json ' > "$T/nrl"
 has "small: all four GRPO runs on it" "$T/nrl" '^4$'
 hasnt "small: no GRPO run on the evaluation's world" "$S" '^grpo-step --world .*/world.json '
-has "small: OPD 20 steps of lr 3e-5" "$S" 'opd-step --init .*/hsa-sft.ckpt .*--steps 20 .*--lr 3e-5'
-hasnt "small: no replay" "$S" '^ *--replay '
-plan replay PROFILE=small OPD_REPLAY=4 results > "$T/replay.plan"
-has "small OPD_REPLAY=4: replaying HSA-SFT's own data" "$T/replay.plan" '^ *--replay .*/hsa-nonce1-w1800-real1-words1.jsonl --replay-batch 4'
-has "small OPD_REPLAY=4: and Fixed-SFT's" "$T/replay.plan" '^ *--replay .*/sft1800/sessions.jsonl --replay-batch 4'
+# OPD as session 22 chose it on the dev split: the forward KL on the
+# base's completions, rendered without thinking, replaying each model's
+# own SFT data at weight 2.
+has "small: OPD 800 steps, forward KL on the base's completions" "$S" \
+    'opd-step --init .*/hsa-sft.ckpt .*--steps 800 .*--teacher-samples 2 --kl forward --no-thinking --lr 1e-3'
+has "small: OPD replays HSA-SFT's own data" "$S" '^ *--replay .*/hsa-nonce1-w1800-real1-words1.jsonl --replay-batch 4 .*--replay-weight 2'
+has "small: and Fixed-SFT's" "$S" '^ *--replay .*/sft1800/sessions.jsonl --replay-batch 4 .*--replay-weight 2'
+plan noreplay PROFILE=small OPD_REPLAY=0 results > "$T/noreplay.plan"
+hasnt "small OPD_REPLAY=0: no replay" "$T/noreplay.plan" '^ *--replay '
 # dev-MODEL's robust sets: the evaluation's kinds from train phrasings
 # (robust) and from the fresh ones (robust-fresh), with dev text banks.
 plan dev PROFILE=small dev-hsa-sft > "$T/dev.plan"
