@@ -84,6 +84,13 @@ static int check_phrasings(json_t *cons, char **err)
         json_t *ph = json_object_get(c, "phrasings"), *own = json_object_get(c, "split_phrasings");
         if (!json_array_size(ph)) { *err = xasprintf("constraints.json: %s: no phrasings", id); return -1; }
         if (own && !json_is_object(own)) { *err = xasprintf("constraints.json: %s: split_phrasings must be an object", id); return -1; }
+        for (size_t a = 0; a < json_array_size(ph); a++)
+            for (size_t b = a + 1; b < json_array_size(ph); b++)
+                if (a % 3 != b % 3 && json_equal(json_array_get(ph, a), json_array_get(ph, b))) {
+                    *err = xasprintf("constraints.json: %s: phrasings[%zu] and [%zu] are the same in splits %s and %s",
+                                     id, a, b, SPLITS[a % 3], SPLITS[b % 3]);
+                    return -1;
+                }
         const char *sp;
         json_t *list;
         json_object_foreach(own, sp, list) {

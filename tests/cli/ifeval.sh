@@ -74,6 +74,9 @@ has "names the constraint and the split" "$T/.err" 'punctuation:no_comma: split_
 jq '.constraints["punctuation:no_comma"].split_phrasings = {"test": ["x"]}' "$CJ" >"$T/d/general/constraints.json"
 fails "split_phrasings of no split" 1 env HAT_DATA="$T/d" general-gen --split opd -n 1
 has "names the bad split" "$T/.err" 'split_phrasings.test: no such split'
+jq '.constraints["punctuation:no_comma"].phrasings[2] = .constraints["punctuation:no_comma"].phrasings[0]' "$CJ" >"$T/d/general/constraints.json"
+fails "a phrasing in the base and eval shares" 1 env HAT_DATA="$T/d" general-gen --split opd -n 1
+has "names both indices" "$T/.err" 'punctuation:no_comma: phrasings\[0\] and \[2\] are the same in splits base and eval'
 
 # --import of Tulu 3 / OpenAI messages
 printf '%s\n' '{"id":"t1","source":"x","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello!"}]}' \
