@@ -15,7 +15,8 @@ SAN     ?= 0
 
 DEB_PKGS := build-essential pkg-config libjansson-dev zlib1g-dev libarchive-dev \
             libreadline-dev libopenblas-dev libpcre2-dev libutf8proc-dev \
-            libmicrohttpd-dev libcurl4-openssl-dev gnuplot-nox jq libyajl-dev libmimalloc-dev
+            libmicrohttpd-dev libcurl4-openssl-dev gnuplot-nox jq libyajl-dev libmimalloc-dev \
+            libdnnl-dev
 PC_LIBS  := jansson zlib libarchive readline openblas libpcre2-8 libutf8proc libmicrohttpd libcurl yajl
 
 ifeq ($(SAN),1)
@@ -37,7 +38,7 @@ CFLAGS   += -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-parameter -fopenm
             -MMD -MP $(SANFLAGS) $(PC_CFLAGS) \
             -DHAT_DATADIR='"$(PREFIX)/share/hat"'
 LDFLAGS  += -fopenmp $(SANFLAGS)
-LDLIBS   += $(PC_LDLIBS) -lm -lpthread
+LDLIBS   += $(PC_LDLIBS) -ldnnl -lm -lpthread
 
 LIB_SRC  := $(wildcard common/*.c) $(wildcard kernels/cpu/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/%.o)

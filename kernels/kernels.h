@@ -26,6 +26,17 @@
  * the two thread pools do not compete for the cores. */
 void matmul_init(void);
 
+/* C (M,N) = op(A) op(B) + beta C on oneDNN (kernels/cpu/onednn.c), as
+ * row-major cblas_sgemm with alpha 1: A (M,K) or, ta, stored (K,M), at
+ * leading dimension lda; B likewise; beta 0 or 1.  Returns 0 when it ran,
+ * -1 when oneDNN is not in use here (HAT_GEMM, or no brgemm kernel for
+ * this CPU) or keeps no plan for the shape: call OpenBLAS then.
+ * gemm_kernel_name: "openblas", or "onednn " and oneDNN's kernel. */
+int onednn_gemm(int ta, int tb, int M, int N, int K, const float *A, int lda,
+                const float *B, int ldb, float beta, float *C, int ldc);
+int onednn_active(void);
+const char *gemm_kernel_name(void);
+
 /* out (N,OC) = inp (N,C) W^T, W (OC,C).  beta=0: overwrite; 1: add. */
 void matmul_forward(float *out, const float *inp, const float *w,
                     int N, int C, int OC, float beta);

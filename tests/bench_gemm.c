@@ -4,13 +4,15 @@
  * through hat's own matmul_forward / matmul_backward at the step's
  * shapes, on the threads OMP_NUM_THREADS gives.  tests/bench_model.sh
  * divides the step's achieved FLOP/s by this figure for its MFU: what
- * OpenBLAS gives these very products on this machine, not a datasheet.
+ * the GEMM library gives these very products on this machine, not a
+ * datasheet.
  *
  *   bench_gemm CONFIG.json B T [REPS]
  *
  * One JSON line: the linear FLOPs per step, the best of REPS (default 5,
- * after one warm-up) seconds for all of them, GFLOP/s and the kernel
- * OpenBLAS picked for this CPU (OPENBLAS_CORETYPE overrides it).  Attention's
+ * after one warm-up) seconds for all of them, GFLOP/s, the GEMM library
+ * and kernel in use (gemm_kernel: HAT_GEMM chooses, man 7 hat) and the
+ * kernel OpenBLAS picked for this CPU (OPENBLAS_CORETYPE overrides it).  Attention's
  * own products (per-head tiles) are not included: they are counted in
  * the step's FLOPs but run at the tile shapes, not these. */
 #include "kernels.h"
@@ -75,9 +77,9 @@ int main(int argc, char **argv)
         if (r && (best == 0 || t < best)) best = t;   /* rep 0 warms up */
     }
     printf("{\"B\":%d,\"T\":%d,\"threads\":%d,\"linear_gflop_per_step\":%.2f,"
-           "\"gemm_ms_per_step\":%.1f,\"gemm_gflops\":%.1f,\"openblas_core\":\"%s\"}\n",
+           "\"gemm_ms_per_step\":%.1f,\"gemm_gflops\":%.1f,\"gemm_kernel\":\"%s\",\"openblas_core\":\"%s\"}\n",
            B, T, omp_get_max_threads(), flops / 1e9, best * 1e3, flops / best / 1e9,
-           openblas_get_corename());
+           gemm_kernel_name(), openblas_get_corename());
     free(x); free(y); free(dy); free(dx); free(w); free(dw);
     return 0;
 }

@@ -25,14 +25,16 @@
 # make bench; HAT_BENCH_GEMM) runs every dense product of one step alone
 # through hat's own matmul_forward/backward at the step's shapes on 2
 # threads, once per round, and the "gemm" line carries the best: what
-# OpenBLAS gives these very products here, not a datasheet figure.
-# mfu_square is against OpenBLAS on square 1536 matrices (its own
-# threads, best of 5), the most this machine gives any fp32 GEMM.
+# the GEMM library in use (gemm_kernel: oneDNN or OpenBLAS, HAT_GEMM
+# chooses, man 7 hat) gives these very products here, not a datasheet
+# figure.  mfu_square is against OpenBLAS on square 1536 matrices (its
+# own threads, best of 5).
 # FLOPs per step: 6 x matmul FLOPs per token x tokens, plus causal
 # attention counted as full T x T (as PyTorch-side counters do).
 # OpenBLAS picks its kernel for the CPU (bench.sh's OPENBLAS_CORETYPE pin,
 # kept for the other benches, is lifted here: torch does not pin its own
-# either); the line says which (openblas_core).
+# either); the line says which (openblas_core; attention's tiles run on
+# it whatever gemm_kernel is).
 #
 # Theoretical memory: 16 bytes per parameter (weights, gradients, AdamW m
 # and v) + the activations backward keeps, in float32: per layer
@@ -160,9 +162,10 @@ for name in $(jq -r '.configs[].name' "$cfgs"); do
     [ "$gl" != null ] && jq -nc --argjson g "$gl" --argjson cpu "$cpu" '$g + {cpu:$cpu}'
     gstep=$(echo "$gl" | jq '.gemm_gflops // null')
     gcore=$(echo "$gl" | jq '.openblas_core // null')
+    gkern=$(echo "$gl" | jq '.gemm_kernel // null')
     jq -nc --arg c "$name" --argjson B "$B" --argjson T "$T" --argjson P "$P" --argjson steps "$STEPS" \
         --argjson rounds "$ROUNDS" --argjson flops "$flops" --argjson peak "$peak" \
-        --argjson gstep "$gstep" --argjson gcore "$gcore" \
+        --argjson gstep "$gstep" --argjson gcore "$gcore" --argjson gkern "$gkern" \
         --argjson rss "$rss_kib" --argjson theo "$theo" --argjson cpu "$cpu" \
         --argjson ieq "$ieq" --argjson idiff "$idiff" --argjson peerv "$tv" --arg why "$PEER_WHY" \
         --slurpfile ht "$tmp/hat_t" --slurpfile pt "$tmp/peer_t" --slurpfile rt "$tmp/ratio_t" \
@@ -183,7 +186,7 @@ for name in $(jq -r '.configs[].name' "$cfgs"); do
          achieved_gflops:($flops / $s / 1e9 * 10 | round / 10),
          gemm_step_gflops:$gstep, mfu:(if $gstep then ($flops / $s / 1e9 / $gstep | r3) else null end),
          gemm_peak_gflops:$peak, mfu_square:(if $peak then ($flops / $s / 1e9 / $peak | r3) else null end),
-         openblas_core:$gcore,
+         gemm_kernel:$gkern, openblas_core:$gcore,
          decode_tokens_per_s_b1:($hd | med), peer_decode_tokens_per_s_b1:($pd | med | if . then (. * 10 | round / 10) else null end),
          decode_ratio_b1:($rd | med | if . then r3 else null end),
          decode_ratio_b1_range:($rd | span | if . then map(r3) else null end),

@@ -11,9 +11,11 @@
 #include "ckpt.h"
 #include "safetensors.h"
 
+#include <cblas.h>
 #include <jansson.h>
 #include <omp.h>
 #include <stdlib.h>
+#include <string.h>
 
 static model_config tiny_config(int tie, int mtp)
 {
@@ -318,6 +320,48 @@ static void matmul_set_and_fills_exact(void)
     }
 }
 
+/* oneDNN's product is cblas_sgemm's (alpha 1): every transpose pair,
+ * beta 0 and 1, dense and strided operands (a block of a larger matrix,
+ * as matmul.c's thread split passes them), to ~1e-6 relative; and two
+ * threads running one plan at once on their halves write what one
+ * thread writes for each half alone (the scratchpad is per thread).
+ * HAT_GEMM=onednn is set in main, so this runs on any CPU. */
+static void onednn_matches_cblas(void)
+{
+    CHECK(onednn_active());
+    if (!onednn_active()) return;
+    rng_t r;
+    rng_seed(&r, 24);
+    static const int sz[][3] = { { 33, 17, 70 }, { 64, 48, 96 }, { 5, 130, 3 } };
+    for (int c = 0; c < 3; c++)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int beta = 0; beta < 2; beta++) {
+                    int M = sz[c][0], N = sz[c][1], K = sz[c][2], pad = 3 * (c & 1);
+                    int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
+                    float *A = randv((size_t)(ta ? K : M) * lda, &r, -1, 1);
+                    float *B = randv((size_t)(tb ? N : K) * ldb, &r, -1, 1);
+                    float *C0 = randv((size_t)M * ldc, &r, -1, 1), *C1 = copyv(C0, (size_t)M * ldc);
+                    CHECK(!onednn_gemm(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C0, ldc));
+                    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                                M, N, K, 1.0f, A, lda, B, ldb, (float)beta, C1, ldc);
+                    CHECK(test_rel_err(C0, C1, (size_t)M * ldc) < 1e-5);
+                    free(A); free(B); free(C0); free(C1);
+                }
+    int M = 256, N = 192, K = 160;
+    float *A = randv((size_t)2 * M * K, &r, -1, 1), *B = randv((size_t)N * K, &r, -1, 1);
+    float *C0 = xcalloc((size_t)2 * M * N, sizeof(float)), *C1 = xcalloc((size_t)2 * M * N, sizeof(float));
+    for (int h = 0; h < 2; h++)
+        CHECK(!onednn_gemm(0, 1, M, N, K, A + (size_t)h * M * K, K, B, K, 0, C0 + (size_t)h * M * N, N));
+    int bad = 0;
+    #pragma omp parallel num_threads(2) reduction(|:bad)
+    bad |= onednn_gemm(0, 1, M, N, K, A + (size_t)omp_get_thread_num() * M * K, K, B, K, 0,
+                       C1 + (size_t)omp_get_thread_num() * M * N, N) != 0;
+    CHECK(!bad);
+    CHECK(!memcmp(C0, C1, (size_t)2 * M * N * sizeof(float)));
+    free(A); free(B); free(C0); free(C1);
+}
+
 /* T = 70: one full query tile and a ragged one; GQA with 2 heads per kv. */
 static void attention_matches_reference(void)
 {
@@ -504,6 +548,8 @@ static void adamw_and_sumsq_match_reference(void)
 
 int main(void)
 {
+    setenv("HAT_GEMM", "onednn", 1);   /* before the first product decides */
+    RUN(onednn_matches_cblas);
     RUN(matmul_matches_reference);
     RUN(matmul_set_and_fills_exact);
     RUN(attention_matches_reference);
