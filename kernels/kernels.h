@@ -26,13 +26,17 @@
  * the two thread pools do not compete for the cores. */
 void matmul_init(void);
 
-/* C (M,N) = op(A) op(B) + beta C on oneDNN (kernels/cpu/onednn.c), as
- * row-major cblas_sgemm with alpha 1: A (M,K) or, ta, stored (K,M), at
- * leading dimension lda; B likewise; beta 0 or 1.  Returns 0 when it ran,
- * -1 when oneDNN is not in use here (HAT_GEMM, or no brgemm kernel for
- * this CPU) or keeps no plan for the shape: call OpenBLAS then.
+/* C (M,N) = alpha op(A) op(B) + beta C, row-major as cblas_sgemm: A (M,K)
+ * or, ta, stored (K,M), at leading dimension lda; B likewise.  One
+ * block, on the calling thread: callers split a product between their
+ * OpenMP threads.  gemm_block runs it on oneDNN's matmul where that is in
+ * use (kernels/cpu/onednn.c: HAT_GEMM, or a brgemm kernel for this CPU)
+ * and beta is 0 or 1, else on OpenBLAS.  onednn_gemm is the oneDNN part:
+ * 0 when it ran, -1 when it did not (nothing written).
  * gemm_kernel_name: "openblas", or "onednn " and oneDNN's kernel. */
-int onednn_gemm(int ta, int tb, int M, int N, int K, const float *A, int lda,
+void gemm_block(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                const float *B, int ldb, float beta, float *C, int ldc);
+int onednn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc);
 int onednn_active(void);
 const char *gemm_kernel_name(void);

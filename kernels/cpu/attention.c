@@ -15,7 +15,6 @@
 #include "kernels.h"
 #include "cpu/vecmath.h"
 
-#include <cblas.h>
 #include <math.h>
 #include <omp.h>
 #include <string.h>
@@ -90,10 +89,10 @@ void attention_forward(float *out, float *lse, float *scratch, const float *q,
                 const float *Q = q + ((size_t)b * T + t0) * HD + (size_t)h * D;
                 const float *K = k + (size_t)b * T * KD + (size_t)(h / grp) * D;
                 const float *V = v + (size_t)b * T * KD + (size_t)(h / grp) * D;
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, e, D,
+                gemm_block(0, 1, m, e, D,
                             scale, Q, HD, K, KD, 0.0f, S, e);
                 softmax_tile(S, lse + ((size_t)b * H + h) * T + t0, m, e, t0);
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, D, e,
+                gemm_block(0, 0, m, D, e,
                             1.0f, S, e, V, KD, 0.0f, out + ((size_t)b * T + t0) * HD + (size_t)h * D, HD);
             }
 }
@@ -116,18 +115,18 @@ void attention_backward(float *dq, float *dk, float *dv, float *scratch,
                 for (int i = 0; i < nq; i++) {
                     int t0 = i * ATT_TILE, m = T - t0 < ATT_TILE ? T - t0 : ATT_TILE, e = t0 + m;
                     size_t q0 = ((size_t)b * T + t0) * HD + (size_t)h * D;
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, e, D,
+                    gemm_block(0, 1, m, e, D,
                                 scale, q + q0, HD, k + kv0, KD, 0.0f, S, e);
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, e, D,
+                    gemm_block(0, 1, m, e, D,
                                 1.0f, dout + q0, HD, v + kv0, KD, 0.0f, dP, e);
                     dsoftmax_tile(S, dP, lse + ((size_t)b * H + h) * T + t0, dout + q0, out + q0,
                                   HD, m, e, t0, D, scale);
                     /* dq += dS k;  dk += dS^T q;  dv += P^T dout */
-                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, D, e,
+                    gemm_block(0, 0, m, D, e,
                                 1.0f, dP, e, k + kv0, KD, 1.0f, dq + q0, HD);
-                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, e, D, m,
+                    gemm_block(1, 0, e, D, m,
                                 1.0f, dP, e, q + q0, HD, 1.0f, dk + kv0, KD);
-                    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, e, D, m,
+                    gemm_block(1, 0, e, D, m,
                                 1.0f, S, e, dout + q0, HD, 1.0f, dv + kv0, KD);
                 }
         }

@@ -1,46 +1,59 @@
-/* onednn.c — the dense training products on oneDNN's matmul (CPU back end).
+/* onednn.c — one block of a row-major product on oneDNN's matmul, or on
+ * OpenBLAS where oneDNN is not the faster (CPU back end).
  *
  * Why a second GEMM library: on AVX-512 CPUs oneDNN's brgemm kernels run
  * the shapes of a training step at 110 GFLOP/s a core where OpenBLAS
  * 0.3.21's sgemm gives 97 (AMD Zen 4, one thread, every product of the
  * small bench config; tests/bench_gemm.c measures it on the machine at
- * hand).  On AVX2-only CPUs oneDNN falls back to its older jit gemm,
- * which is slower than OpenBLAS there, so the choice is made at run time
- * from the kernel oneDNN itself reports for a probe product:
+ * hand), and attention's skinny tiles gain more.  On AVX2-only CPUs
+ * oneDNN falls back to its older jit gemm, slower than OpenBLAS there, so
+ * the choice is made at run time from the kernel oneDNN itself reports
+ * for a probe product:
  *   HAT_GEMM=auto     (default) oneDNN where its kernel is a brgemm, else OpenBLAS
  *   HAT_GEMM=onednn   oneDNN whatever its kernel;  HAT_GEMM=openblas  never
  * Both are fp32 with fp32 accumulation; they differ only in the order
  * of each K-long sum (~1e-7 relative).
  *
- * A product is one primitive, built the first time its shape is seen
- * (a few milliseconds of JIT) and kept for the process: a training step
- * has a dozen shapes.  oneDNN threads it itself on the OpenMP threads
- * (Debian's build uses OpenMP); from inside a parallel region it runs on
- * the calling thread.  Results are deterministic for a given thread
- * count, as with the OpenBLAS split. */
+ * A product shape is one primitive (a plan), built the first time it is
+ * seen (0.15 ms: oneDNN caches the kernels themselves) and kept for the
+ * process in a hash table.  Callers split the work between their OpenMP
+ * threads and each runs its block on one thread (oneDNN, called from a
+ * parallel region, does not thread again): oneDNN threading one product
+ * itself gave 3-5% over OpenBLAS on 2 cores where this gives 13%.  Each
+ * thread has its own stream, scratchpad (the library's own, one per
+ * primitive, made two threads on one plan take turns) and memory objects
+ * per plan, so a call creates nothing: 64x64x32 costs ~1.5 us of overhead
+ * instead of 5.  Results are deterministic for a given thread count. */
 #include "kernels.h"
 #include "util.h"
 
+#include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct {
     int ta, tb, M, N, K, lda, ldb, ldc, acc;
+    float alpha;
     dnnl_primitive_t prim;          /* the key is everything above */
     dnnl_memory_desc_t scratch;     /* its scratchpad, which the caller gives */
 } plan;
 
-#define MAX_PLANS 128
+/* Shapes kept at most: a step at T = 3072 has ~350 (attention's tiles
+ * take 7 for each multiple of 64 up to T); past it, OpenBLAS. */
+#define PLANS 2048                  /* table slots, a power of two */
+#define MAX_PLANS (PLANS / 2)
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
 static dnnl_engine_t engine;
 static int active;
 static char kernel_name[64] = "openblas";
+static plan *table[PLANS];
 static plan plans[MAX_PLANS];
 static int nplans;
 
@@ -52,10 +65,8 @@ static int desc(dnnl_memory_desc_t *d, int rows, int cols, int ld, int trans)
     return dnnl_memory_desc_init_by_strides(d, 2, dims, dnnl_f32, st) != dnnl_success;
 }
 
-/* q's primitive, C (M,N) = A (M,K) B (K,N) or C += A B (acc: a sum
- * post-op), and its scratchpad's descriptor into q.  The scratchpad is
- * the caller's (user mode): with the library's own, one per primitive,
- * two threads running the same product on their halves took turns. */
+/* q's primitive, C (M,N) = alpha A (M,K) B (K,N) [+ C] (acc: a sum
+ * post-op; alpha: output scales), and its scratchpad's descriptor into q. */
 static dnnl_primitive_t build(plan *q, const char **impl)
 {
     dnnl_memory_desc_t a, b, c;
@@ -68,6 +79,7 @@ static dnnl_primitive_t build(plan *q, const char **impl)
     dnnl_primitive_t p = NULL;
     if (dnnl_matmul_desc_init(&md, &a, &b, NULL, &c) || dnnl_primitive_attr_create(&attr) ||
         dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user) ||
+        (q->alpha != 1.0f && dnnl_primitive_attr_set_output_scales(attr, 1, 0, &q->alpha)) ||
         (q->acc && (dnnl_post_ops_create(&po) || dnnl_post_ops_append_sum(po, 1.0f) ||
                     dnnl_primitive_attr_set_post_ops(attr, po))))
         goto out;
@@ -92,7 +104,7 @@ static void init(void)
     if (want && !strcmp(want, "openblas")) return;
     if (dnnl_engine_create(&engine, dnnl_cpu, 0)) return;
     const char *impl = NULL;
-    plan q = { 0, 1, 256, 256, 256, 256, 256, 256, 0, NULL, { 0 } };
+    plan q = { 0, 1, 256, 256, 256, 256, 256, 256, 0, 1.0f, NULL, { 0 } };
     dnnl_primitive_t probe = build(&q, &impl);
     if (!probe) { dnnl_engine_destroy(engine); return; }
     dnnl_primitive_destroy(probe);
@@ -112,67 +124,102 @@ const char *gemm_kernel_name(void)
     return kernel_name;
 }
 
-/* The kept plan for q's shape, built the first time; NULL once MAX_PLANS
- * shapes are kept (OpenBLAS takes the rest).  Plans are never freed, so
- * the pointer stays good without the lock. */
-static const plan *plan_for(plan *q)
+static uint32_t key_hash(const plan *q)
 {
-    const plan *p = NULL;
+    uint32_t h = 2166136261u;                /* FNV-1a over the key's bytes */
+    const unsigned char *b = (const unsigned char *)q;
+    for (size_t i = 0; i < offsetof(plan, prim); i++) h = (h ^ b[i]) * 16777619u;
+    return h;
+}
+
+/* The index of the kept plan for q's shape, built the first time; -1 once
+ * MAX_PLANS are kept or oneDNN has no kernel for it.  Plans are never
+ * freed or moved, so a plan stays good without the lock. */
+static int plan_for(plan *q)
+{
+    uint32_t i = key_hash(q) & (PLANS - 1);
+    int at = -1;
     pthread_mutex_lock(&plans_lock);
-    for (int i = 0; i < nplans && !p; i++)
-        if (!memcmp(&plans[i], q, offsetof(plan, prim))) p = &plans[i];
-    if (!p && nplans < MAX_PLANS && (q->prim = build(q, NULL))) {
-        plans[nplans] = *q;
-        p = &plans[nplans++];
+    for (; table[i]; i = (i + 1) & (PLANS - 1))
+        if (!memcmp(table[i], q, offsetof(plan, prim))) { at = (int)(table[i] - plans); break; }
+    if (at < 0 && nplans < MAX_PLANS && (q->prim = build(q, NULL))) {
+        at = nplans++;
+        plans[at] = *q;
+        table[i] = &plans[at];
     }
     pthread_mutex_unlock(&plans_lock);
-    return p;
+    return at;
 }
 
-/* A thread's scratchpad, grown to the largest a plan has asked of it. */
+/* What a thread keeps: its stream, scratchpad and, per plan, the memory
+ * objects of A, B, C and the scratchpad (their pointers set per call). */
+typedef struct {
+    dnnl_stream_t stream;
+    void *scratch;
+    size_t scratch_bytes;
+    dnnl_memory_t (*mem)[4];        /* (MAX_PLANS) */
+} thread_state;
+
+static __thread thread_state ts;
+
+static int thread_ready(void)
+{
+    if (!ts.mem) ts.mem = xcalloc(MAX_PLANS, sizeof *ts.mem);
+    return ts.stream || !dnnl_stream_create(&ts.stream, engine, dnnl_stream_default_flags);
+}
+
 static void *scratchpad(size_t bytes)
 {
-    static __thread void *buf;
-    static __thread size_t have;
-    if (bytes <= have) return buf;
-    free(buf);
-    if (posix_memalign(&buf, 64, bytes)) hat_die("out of memory (oneDNN scratchpad of %zu bytes)", bytes);
-    have = bytes;
-    return buf;
+    if (bytes <= ts.scratch_bytes) return ts.scratch;
+    free(ts.scratch);
+    if (posix_memalign(&ts.scratch, 64, bytes)) hat_die("out of memory (oneDNN scratchpad of %zu bytes)", bytes);
+    ts.scratch_bytes = bytes;
+    return ts.scratch;
 }
 
-static int memory(dnnl_memory_t *m, int rows, int cols, int ld, int trans, const float *data)
+/* Plan i's memory objects for this thread, made the first time. */
+static dnnl_memory_t *memories(int i)
 {
-    dnnl_memory_desc_t d;
-    return desc(&d, rows, cols, ld, trans) || dnnl_memory_create(m, &d, engine, (void *)data);
+    dnnl_memory_t *m = ts.mem[i];
+    if (m[0]) return m;
+    const plan *q = &plans[i];
+    dnnl_memory_desc_t a, b, c;
+    if (desc(&a, q->M, q->K, q->lda, q->ta) || desc(&b, q->K, q->N, q->ldb, q->tb) ||
+        desc(&c, q->M, q->N, q->ldc, 0) ||
+        dnnl_memory_create(&m[0], &a, engine, DNNL_MEMORY_NONE) ||
+        dnnl_memory_create(&m[1], &b, engine, DNNL_MEMORY_NONE) ||
+        dnnl_memory_create(&m[2], &c, engine, DNNL_MEMORY_NONE) ||
+        dnnl_memory_create(&m[3], &q->scratch, engine, DNNL_MEMORY_NONE))
+        hat_die("oneDNN: cannot describe a %dx%dx%d product", q->M, q->N, q->K);
+    return m;
 }
 
-int onednn_gemm(int ta, int tb, int M, int N, int K, const float *A, int lda,
+int onednn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc)
 {
-    if (!onednn_active() || (beta != 0.0f && beta != 1.0f)) return -1;
-    plan q = { ta, tb, M, N, K, lda, ldb, ldc, beta != 0.0f, NULL, { 0 } };
-    const plan *p = plan_for(&q);
-    if (!p) return -1;
-    /* a stream per call: cheap on the CPU engine, and safe from any thread */
-    dnnl_stream_t s;
-    dnnl_memory_t ma = NULL, mb = NULL, mc = NULL, ms = NULL;
-    if (dnnl_stream_create(&s, engine, dnnl_stream_default_flags)) return -1;
+    if (!onednn_active() || (beta != 0.0f && beta != 1.0f) || !thread_ready()) return -1;
+    plan q = { ta, tb, M, N, K, lda, ldb, ldc, beta != 0.0f, alpha, NULL, { 0 } };
+    int i = plan_for(&q);
+    if (i < 0) return -1;
+    const plan *p = &plans[i];
+    dnnl_memory_t *m = memories(i);
     size_t sbytes = dnnl_memory_desc_get_size(&p->scratch);
-    int bad = memory(&ma, M, K, lda, ta, A) || memory(&mb, K, N, ldb, tb, B) ||
-              memory(&mc, M, N, ldc, 0, C) ||
-              dnnl_memory_create(&ms, &p->scratch, engine, sbytes ? scratchpad(sbytes) : NULL);
-    if (!bad) {
-        dnnl_exec_arg_t args[] = { { DNNL_ARG_SRC, ma }, { DNNL_ARG_WEIGHTS, mb }, { DNNL_ARG_DST, mc },
-                                   { DNNL_ARG_SCRATCHPAD, ms } };
-        bad = dnnl_primitive_execute(p->prim, s, 4, args) || dnnl_stream_wait(s);
-        /* a product that started cannot fall back: C may be half written */
-        if (bad) hat_die("oneDNN matmul %dx%dx%d failed", M, N, K);
-    }
-    if (ma) dnnl_memory_destroy(ma);
-    if (mb) dnnl_memory_destroy(mb);
-    if (mc) dnnl_memory_destroy(mc);
-    if (ms) dnnl_memory_destroy(ms);
-    dnnl_stream_destroy(s);
-    return bad ? -1 : 0;
+    dnnl_memory_set_data_handle(m[0], (void *)A);
+    dnnl_memory_set_data_handle(m[1], (void *)B);
+    dnnl_memory_set_data_handle(m[2], C);
+    dnnl_memory_set_data_handle(m[3], sbytes ? scratchpad(sbytes) : NULL);
+    dnnl_exec_arg_t args[] = { { DNNL_ARG_SRC, m[0] }, { DNNL_ARG_WEIGHTS, m[1] }, { DNNL_ARG_DST, m[2] },
+                               { DNNL_ARG_SCRATCHPAD, m[3] } };
+    /* a product that started cannot fall back: C may be half written */
+    if (dnnl_primitive_execute(p->prim, ts.stream, 4, args) || dnnl_stream_wait(ts.stream))
+        hat_die("oneDNN matmul %dx%dx%d failed", M, N, K);
+    return 0;
+}
+
+void gemm_block(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (!onednn_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }

@@ -320,8 +320,8 @@ static void matmul_set_and_fills_exact(void)
     }
 }
 
-/* oneDNN's product is cblas_sgemm's (alpha 1): every transpose pair,
- * beta 0 and 1, dense and strided operands (a block of a larger matrix,
+/* oneDNN's product is cblas_sgemm's: every transpose pair, beta 0 and
+ * 1, alpha 1 and another (attention's scale), dense and strided operands (a block of a larger matrix,
  * as matmul.c's thread split passes them), to ~1e-6 relative; and two
  * threads running one plan at once on their halves write what one
  * thread writes for each half alone (the scratchpad is per thread).
@@ -338,13 +338,14 @@ static void onednn_matches_cblas(void)
             for (int tb = 0; tb < 2; tb++)
                 for (int beta = 0; beta < 2; beta++) {
                     int M = sz[c][0], N = sz[c][1], K = sz[c][2], pad = 3 * (c & 1);
+                    float alpha = c == 2 ? 0.125f : 1.0f;
                     int lda = (ta ? M : K) + pad, ldb = (tb ? K : N) + pad, ldc = N + pad;
                     float *A = randv((size_t)(ta ? K : M) * lda, &r, -1, 1);
                     float *B = randv((size_t)(tb ? N : K) * ldb, &r, -1, 1);
                     float *C0 = randv((size_t)M * ldc, &r, -1, 1), *C1 = copyv(C0, (size_t)M * ldc);
-                    CHECK(!onednn_gemm(ta, tb, M, N, K, A, lda, B, ldb, (float)beta, C0, ldc));
+                    CHECK(!onednn_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, (float)beta, C0, ldc));
                     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                                M, N, K, 1.0f, A, lda, B, ldb, (float)beta, C1, ldc);
+                                M, N, K, alpha, A, lda, B, ldb, (float)beta, C1, ldc);
                     CHECK(test_rel_err(C0, C1, (size_t)M * ldc) < 1e-5);
                     free(A); free(B); free(C0); free(C1);
                 }
@@ -352,10 +353,10 @@ static void onednn_matches_cblas(void)
     float *A = randv((size_t)2 * M * K, &r, -1, 1), *B = randv((size_t)N * K, &r, -1, 1);
     float *C0 = xcalloc((size_t)2 * M * N, sizeof(float)), *C1 = xcalloc((size_t)2 * M * N, sizeof(float));
     for (int h = 0; h < 2; h++)
-        CHECK(!onednn_gemm(0, 1, M, N, K, A + (size_t)h * M * K, K, B, K, 0, C0 + (size_t)h * M * N, N));
+        CHECK(!onednn_gemm(0, 1, M, N, K, 1.0f, A + (size_t)h * M * K, K, B, K, 0, C0 + (size_t)h * M * N, N));
     int bad = 0;
     #pragma omp parallel num_threads(2) reduction(|:bad)
-    bad |= onednn_gemm(0, 1, M, N, K, A + (size_t)omp_get_thread_num() * M * K, K, B, K, 0,
+    bad |= onednn_gemm(0, 1, M, N, K, 1.0f, A + (size_t)omp_get_thread_num() * M * K, K, B, K, 0,
                        C1 + (size_t)omp_get_thread_num() * M * N, N) != 0;
     CHECK(!bad);
     CHECK(!memcmp(C0, C1, (size_t)2 * M * N * sizeof(float)));
