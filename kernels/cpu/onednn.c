@@ -22,8 +22,9 @@
  * itself gave 3-5% over OpenBLAS on 2 cores where this gives 13%.  Each
  * thread has its own stream, scratchpad (the library's own, one per
  * primitive, made two threads on one plan take turns) and memory objects
- * per plan, so a call creates nothing: 64x64x32 costs ~1.5 us of overhead
- * instead of 5.  Results are deterministic for a given thread count. */
+ * per plan, so a call creates nothing (a 64x64x32 tile: 4.9 us, OpenBLAS
+ * 5.2; at 64x1024x32, 46 against 65).  Results are deterministic for a
+ * given thread count. */
 #include "kernels.h"
 #include "util.h"
 
