@@ -36,6 +36,12 @@ void matmul_init(void);
  * gemm_kernel_name: "openblas", or "onednn " and oneDNN's kernel. */
 void gemm_block(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc);
+/* The same for the dense layers' products, in bf16 (inputs rounded,
+ * fp32 accumulation and output) under HAT_GEMM=bf16: gemm_bf16() says
+ * whether that is in force. */
+void gemm_block_mixed(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                      const float *B, int ldb, float beta, float *C, int ldc);
+int gemm_bf16(void);
 int onednn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc);
 int onednn_active(void);

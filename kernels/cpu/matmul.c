@@ -122,10 +122,10 @@ void matmul_forward(float *out, const float *inp, const float *w,
         int lo, hi;
         part(by_rows ? N : OC, nt, omp_get_thread_num(), &lo, &hi);
         if (hi > lo && by_rows)
-            gemm_block(0, 1, hi - lo, OC, C,
+            gemm_block_mixed(0, 1, hi - lo, OC, C,
                         1.0f, inp + (size_t)lo * C, C, w, C, beta, out + (size_t)lo * OC, OC);
         else if (hi > lo)
-            gemm_block(0, 1, N, hi - lo, C,
+            gemm_block_mixed(0, 1, N, hi - lo, C,
                         1.0f, inp, C, w + (size_t)lo * C, C, beta, out + lo, OC);
     }
 }
@@ -143,20 +143,20 @@ static void backward(float *dinp, float *dw, const float *dout, const float *inp
             int by_rows = N >= 16 * nt;
             part(by_rows ? N : C, nt, t, &lo, &hi);
             if (hi > lo && by_rows)
-                gemm_block(0, 0, hi - lo, C, OC,
+                gemm_block_mixed(0, 0, hi - lo, C, OC,
                             1.0f, dout + (size_t)lo * OC, OC, w, C, dbeta, dinp + (size_t)lo * C, C);
             else if (hi > lo)
-                gemm_block(0, 0, N, hi - lo, OC,
+                gemm_block_mixed(0, 0, N, hi - lo, OC,
                             1.0f, dout, OC, w + lo, C, dbeta, dinp + lo, C);
         }
         if (dw) {     /* (OC,N) x (N,C): split the larger side of dw */
             int by_rows = OC >= C;
             part(by_rows ? OC : C, nt, t, &lo, &hi);
             if (hi > lo && by_rows)
-                gemm_block(1, 0, hi - lo, C, N,
+                gemm_block_mixed(1, 0, hi - lo, C, N,
                             1.0f, dout + lo, OC, inp, C, 1.0f, dw + (size_t)lo * C, C);
             else if (hi > lo)
-                gemm_block(1, 0, OC, hi - lo, N,
+                gemm_block_mixed(1, 0, OC, hi - lo, N,
                             1.0f, dout, OC, inp + lo, C, 1.0f, dw + lo, C);
         }
     }

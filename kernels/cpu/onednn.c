@@ -11,8 +11,15 @@
  * for a probe product:
  *   HAT_GEMM=auto     (default) oneDNN where its kernel is a brgemm, else OpenBLAS
  *   HAT_GEMM=onednn   oneDNN whatever its kernel;  HAT_GEMM=openblas  never
- * Both are fp32 with fp32 accumulation; they differ only in the order
- * of each K-long sum (~1e-7 relative).
+ *   HAT_GEMM=bf16     oneDNN, and the dense layers' products (gemm_block_mixed)
+ *                     in bf16 with fp32 accumulation and output, where oneDNN
+ *                     has bf16 kernels for the CPU (AVX512-BF16, AMX); an
+ *                     error elsewhere
+ * fp32 throughout, the libraries differ only in the order of each K-long
+ * sum (~1e-7 relative).  bf16 rounds each product's inputs to 8 bits of
+ * mantissa (~4e-3 relative): mixed precision as torch's autocast does it,
+ * master weights, gradients and optimiser state staying fp32; attention's
+ * tiles stay fp32.
  *
  * A product shape is one primitive (a plan), built the first time it is
  * seen (0.15 ms: oneDNN caches the kernels themselves) and kept for the
@@ -26,6 +33,7 @@
  * 5.2; at 64x1024x32, 46 against 65).  Results are deterministic for a
  * given thread count. */
 #include "kernels.h"
+#include "cpu/vecmath.h"
 #include "util.h"
 
 #include <cblas.h>
@@ -38,7 +46,7 @@
 #include <string.h>
 
 typedef struct {
-    int ta, tb, M, N, K, lda, ldb, ldc, acc;
+    int ta, tb, M, N, K, lda, ldb, ldc, acc, bf16;
     float alpha;
     dnnl_primitive_t prim;          /* the key is everything above */
     dnnl_memory_desc_t scratch;     /* its scratchpad, which the caller gives */
@@ -52,18 +60,31 @@ typedef struct {
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t plans_lock = PTHREAD_MUTEX_INITIALIZER;
 static dnnl_engine_t engine;
-static int active;
+static int active, bf16_on;
 static char kernel_name[64] = "openblas";
 static plan *table[PLANS];
 static plan plans[MAX_PLANS];
 static int nplans;
 
-/* The (rows, cols) matrix at row-major leading dimension ld, or, trans,
- * its transpose: stored (cols, rows). */
-static int desc(dnnl_memory_desc_t *d, int rows, int cols, int ld, int trans)
+/* The (rows, cols) matrix of type t at row-major leading dimension ld,
+ * or, trans, its transpose: stored (cols, rows). */
+static int desc_t(dnnl_memory_desc_t *d, int rows, int cols, int ld, int trans, dnnl_data_type_t t)
 {
     dnnl_dims_t dims = { rows, cols }, st = { trans ? 1 : ld, trans ? ld : 1 };
-    return dnnl_memory_desc_init_by_strides(d, 2, dims, dnnl_f32, st) != dnnl_success;
+    return dnnl_memory_desc_init_by_strides(d, 2, dims, t, st) != dnnl_success;
+}
+
+static int desc(dnnl_memory_desc_t *d, int rows, int cols, int ld, int trans)
+{
+    return desc_t(d, rows, cols, ld, trans, dnnl_f32);
+}
+
+/* A plan's operands: fp32 as given, or (bf16) their dense bf16 copies. */
+static int operands(const plan *q, dnnl_memory_desc_t *a, dnnl_memory_desc_t *b, dnnl_memory_desc_t *c)
+{
+    dnnl_data_type_t t = q->bf16 ? dnnl_bf16 : dnnl_f32;
+    return desc_t(a, q->M, q->K, q->lda, q->ta, t) || desc_t(b, q->K, q->N, q->ldb, q->tb, t) ||
+           desc(c, q->M, q->N, q->ldc, 0);
 }
 
 /* q's primitive, C (M,N) = alpha A (M,K) B (K,N) [+ C] (acc: a sum
@@ -71,8 +92,7 @@ static int desc(dnnl_memory_desc_t *d, int rows, int cols, int ld, int trans)
 static dnnl_primitive_t build(plan *q, const char **impl)
 {
     dnnl_memory_desc_t a, b, c;
-    if (desc(&a, q->M, q->K, q->lda, q->ta) || desc(&b, q->K, q->N, q->ldb, q->tb) ||
-        desc(&c, q->M, q->N, q->ldc, 0)) return NULL;
+    if (operands(q, &a, &b, &c)) return NULL;
     dnnl_matmul_desc_t md;
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t po = NULL;
@@ -100,16 +120,27 @@ out:
 static void init(void)
 {
     const char *want = getenv("HAT_GEMM");
-    if (want && *want && strcmp(want, "auto") && strcmp(want, "onednn") && strcmp(want, "openblas"))
-        hat_die("HAT_GEMM=%s: expected auto, onednn or openblas", want);
-    if (want && !strcmp(want, "openblas")) return;
-    if (dnnl_engine_create(&engine, dnnl_cpu, 0)) return;
+    if (!want || !*want) want = "auto";
+    int bf16 = !strcmp(want, "bf16");
+    if (!bf16 && strcmp(want, "auto") && strcmp(want, "onednn") && strcmp(want, "openblas"))
+        hat_die("HAT_GEMM=%s: expected auto, onednn, openblas or bf16", want);
+    if (!strcmp(want, "openblas")) return;
+    if (dnnl_engine_create(&engine, dnnl_cpu, 0)) {
+        if (bf16) hat_die("HAT_GEMM=bf16: oneDNN has no CPU engine here");
+        return;
+    }
     const char *impl = NULL;
-    plan q = { 0, 1, 256, 256, 256, 256, 256, 256, 0, 1.0f, NULL, { 0 } };
+    plan q = { 0, 1, 256, 256, 256, 256, 256, 256, 0, bf16, 1.0f, NULL, { 0 } };
     dnnl_primitive_t probe = build(&q, &impl);
+    /* bf16 needs a kernel that computes in it: oneDNN's reference or
+     * emulating ones would be slower than fp32 */
+    if (bf16 && (!probe || !impl || !(strstr(impl, "bf16") || strstr(impl, "amx"))))
+        hat_die("HAT_GEMM=bf16: oneDNN has no bf16 kernel for this CPU (%s); it needs AVX512-BF16 or AMX",
+                impl ? impl : "none");
     if (!probe) { dnnl_engine_destroy(engine); return; }
     dnnl_primitive_destroy(probe);
-    active = (want && !strcmp(want, "onednn")) || (impl && !strncmp(impl, "brg", 3));
+    active = bf16 || !strcmp(want, "onednn") || (impl && !strncmp(impl, "brg", 3));
+    bf16_on = bf16;
     if (!active) { strcpy(kernel_name, "openblas"); dnnl_engine_destroy(engine); }
 }
 
@@ -156,8 +187,8 @@ static int plan_for(plan *q)
  * objects of A, B, C and the scratchpad (their pointers set per call). */
 typedef struct {
     dnnl_stream_t stream;
-    void *scratch;
-    size_t scratch_bytes;
+    void *scratch, *a16, *b16;      /* scratchpad; bf16 copies of A and B */
+    size_t scratch_bytes, a16_bytes, b16_bytes;
     dnnl_memory_t (*mem)[4];        /* (MAX_PLANS) */
 } thread_state;
 
@@ -169,13 +200,29 @@ static int thread_ready(void)
     return ts.stream || !dnnl_stream_create(&ts.stream, engine, dnnl_stream_default_flags);
 }
 
-static void *scratchpad(size_t bytes)
+/* A thread's buffer *buf of *have bytes, grown to at least bytes. */
+static void *grow(void **buf, size_t *have, size_t bytes)
 {
-    if (bytes <= ts.scratch_bytes) return ts.scratch;
-    free(ts.scratch);
-    if (posix_memalign(&ts.scratch, 64, bytes)) hat_die("out of memory (oneDNN scratchpad of %zu bytes)", bytes);
-    ts.scratch_bytes = bytes;
-    return ts.scratch;
+    if (bytes <= *have) return *buf;
+    free(*buf);
+    if (posix_memalign(buf, 64, bytes)) hat_die("out of memory (a oneDNN buffer of %zu bytes)", bytes);
+    *have = bytes;
+    return *buf;
+}
+
+/* The stored (rows, cols) matrix at leading dimension ld rounded to bf16
+ * (to nearest, ties to even; NaN stays NaN), dense. */
+HAT_CLONES
+static void to_bf16(uint16_t *d, const float *s, int rows, int cols, int ld)
+{
+    for (int r = 0; r < rows; r++) {
+        const uint32_t *u = (const uint32_t *)(s + (size_t)r * ld);
+        uint16_t *o = d + (size_t)r * cols;
+        for (int j = 0; j < cols; j++) {
+            uint32_t x = u[j], n = (x & 0x7fffffffu) > 0x7f800000u;
+            o[j] = (uint16_t)(n ? (x >> 16) | 0x40 : (x + 0x7fffu + ((x >> 16) & 1)) >> 16);
+        }
+    }
 }
 
 /* Plan i's memory objects for this thread, made the first time. */
@@ -185,8 +232,7 @@ static dnnl_memory_t *memories(int i)
     if (m[0]) return m;
     const plan *q = &plans[i];
     dnnl_memory_desc_t a, b, c;
-    if (desc(&a, q->M, q->K, q->lda, q->ta) || desc(&b, q->K, q->N, q->ldb, q->tb) ||
-        desc(&c, q->M, q->N, q->ldc, 0) ||
+    if (operands(q, &a, &b, &c) ||
         dnnl_memory_create(&m[0], &a, engine, DNNL_MEMORY_NONE) ||
         dnnl_memory_create(&m[1], &b, engine, DNNL_MEMORY_NONE) ||
         dnnl_memory_create(&m[2], &c, engine, DNNL_MEMORY_NONE) ||
@@ -195,20 +241,31 @@ static dnnl_memory_t *memories(int i)
     return m;
 }
 
-int onednn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                const float *B, int ldb, float beta, float *C, int ldc)
+/* The product on oneDNN, its inputs rounded to bf16 first when bf16. */
+static int run(int bf16, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+               const float *B, int ldb, float beta, float *C, int ldc)
 {
     if (!onednn_active() || (beta != 0.0f && beta != 1.0f) || !thread_ready()) return -1;
-    plan q = { ta, tb, M, N, K, lda, ldb, ldc, beta != 0.0f, alpha, NULL, { 0 } };
+    int ra = ta ? K : M, ca = ta ? M : K, rb = tb ? N : K, cb = tb ? K : N;
+    plan q = { ta, tb, M, N, K, bf16 ? ca : lda, bf16 ? cb : ldb, ldc, beta != 0.0f, bf16, alpha,
+               NULL, { 0 } };
     int i = plan_for(&q);
     if (i < 0) return -1;
     const plan *p = &plans[i];
     dnnl_memory_t *m = memories(i);
+    if (bf16) {
+        uint16_t *a = grow(&ts.a16, &ts.a16_bytes, (size_t)ra * ca * 2);
+        uint16_t *b = grow(&ts.b16, &ts.b16_bytes, (size_t)rb * cb * 2);
+        to_bf16(a, A, ra, ca, lda);
+        to_bf16(b, B, rb, cb, ldb);
+        A = (const float *)(const void *)a;
+        B = (const float *)(const void *)b;
+    }
     size_t sbytes = dnnl_memory_desc_get_size(&p->scratch);
     dnnl_memory_set_data_handle(m[0], (void *)A);
     dnnl_memory_set_data_handle(m[1], (void *)B);
     dnnl_memory_set_data_handle(m[2], C);
-    dnnl_memory_set_data_handle(m[3], sbytes ? scratchpad(sbytes) : NULL);
+    dnnl_memory_set_data_handle(m[3], sbytes ? grow(&ts.scratch, &ts.scratch_bytes, sbytes) : NULL);
     dnnl_exec_arg_t args[] = { { DNNL_ARG_SRC, m[0] }, { DNNL_ARG_WEIGHTS, m[1] }, { DNNL_ARG_DST, m[2] },
                                { DNNL_ARG_SCRATCHPAD, m[3] } };
     /* a product that started cannot fall back: C may be half written */
@@ -217,10 +274,29 @@ int onednn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A
     return 0;
 }
 
+int onednn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                const float *B, int ldb, float beta, float *C, int ldc)
+{
+    return run(0, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+int gemm_bf16(void)
+{
+    return onednn_active() && bf16_on;
+}
+
 void gemm_block(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc)
 {
-    if (!onednn_gemm(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+    if (!run(0, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void gemm_block_mixed(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
+                      const float *B, int ldb, float beta, float *C, int ldc)
+{
+    if (!run(gemm_bf16(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
