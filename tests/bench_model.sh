@@ -7,8 +7,11 @@
 # then the peer, then hat again...), the ratio taken per round:
 #   training: tokens/s (median step after 2 warm-up steps; sft-step
 #             against an fp32 eager loop of the same AdamW, clip and
-#             loss), ms/step, MFU against a GEMM peak measured here
-#             in the same rounds (a "gemm" line per config, below);
+#             loss; with HAT_GEMM=bf16, hat's mixed precision against
+#             the same loop under torch's bf16 autocast, "precision"),
+#             ms/step, MFU against a GEMM peak measured here in the same
+#             rounds (a "gemm" line per config, below; fp32 or bf16 as
+#             the step);
 #   decoding: tokens/s at batch 1 (greedy, KV cache: time for N+1 new
 #             tokens minus time for 1, so load and prefill cancel out),
 #             hat's generate against transformers' generate;
@@ -51,6 +54,10 @@ unset OPENBLAS_NUM_THREADS OPENBLAS_CORETYPE
 tmp=$(mktemp -d "${HAT_BENCH_TMP:-${TMPDIR:-/tmp}}/model.XXXXXX"); trap 'rm -rf "$tmp"' EXIT
 . "$top/tests/benchlib.sh"
 cpu=$(cpu_json)
+# HAT_GEMM=bf16 (hat's mixed precision, man 7 hat) trains the peer under
+# torch's bf16 autocast too: the lines then compare bf16 with bf16
+prec=fp32
+[ "${HAT_GEMM:-}" = bf16 ] && prec=bf16
 
 # The GEMM peak in GFLOP/s (null without a compiler).
 cat >"$tmp/gemm.c" <<'C'
@@ -143,7 +150,7 @@ for name in $(jq -r '.configs[].name' "$cfgs"); do
         rss_kib=$(tail -n 1 "$tmp/rss")
         [ -x "$HAT_BENCH_GEMM" ] && "$HAT_BENCH_GEMM" "$tmp/cfg.json" "$B" "$T" 3 >>"$tmp/gemm"
         if [ -n "$PEER_PY" ]; then
-            p=$(peer train "$tmp/hf" "$B" "$T" "$STEPS" 2>/dev/null | tail -n 1 | jq '.tokens_per_s // empty')
+            p=$(peer train "$tmp/hf" "$B" "$T" "$STEPS" "$prec" 2>/dev/null | tail -n 1 | jq '.tokens_per_s // empty')
             [ -n "$p" ] && { echo "$p" >>"$tmp/peer_t"; awk -v a="$h" -v b="$p" 'BEGIN{print a / b}' >>"$tmp/ratio_t"; }
         fi
         hd=$(hat_decode) && echo "$hd" >>"$tmp/hat_d"
@@ -167,7 +174,7 @@ for name in $(jq -r '.configs[].name' "$cfgs"); do
         --argjson rounds "$ROUNDS" --argjson flops "$flops" --argjson peak "$peak" \
         --argjson gstep "$gstep" --argjson gcore "$gcore" --argjson gkern "$gkern" \
         --argjson rss "$rss_kib" --argjson theo "$theo" --argjson cpu "$cpu" \
-        --argjson ieq "$ieq" --argjson idiff "$idiff" --argjson peerv "$tv" --arg why "$PEER_WHY" \
+        --argjson ieq "$ieq" --argjson idiff "$idiff" --argjson peerv "$tv" --arg why "$PEER_WHY" --arg prec "$prec" \
         --slurpfile ht "$tmp/hat_t" --slurpfile pt "$tmp/peer_t" --slurpfile rt "$tmp/ratio_t" \
         --slurpfile hd "$tmp/hat_d" --slurpfile pd "$tmp/peer_d" --slurpfile rd "$tmp/ratio_d" \
         --argjson load0 "$load0" --argjson load1 "$(load_now)" '
@@ -176,7 +183,8 @@ for name in $(jq -r '.configs[].name' "$cfgs"); do
         def span: if length == 0 then null else [min, max] end;
         ($ht | med) as $hat | ($B * $T / $hat) as $s |
         {bench:"model", config:$c, threads:2, B:$B, T:$T, params:$P, steps:$steps, rounds:$rounds,
-         peer:(if $peerv then "transformers \($peerv.transformers), torch \($peerv.torch), fp32 eager" else null end),
+         precision:$prec,
+         peer:(if $peerv then "transformers \($peerv.transformers), torch \($peerv.torch), \(if $prec == "bf16" then "bf16 autocast" else "fp32" end) eager" else null end),
          peer_absent:(if $peerv then null else $why end),
          train_tokens_per_s:($hat|round), train_ms_per_step:($s * 1000 * 10 | round / 10),
          peer_train_tokens_per_s:($pt | med | if . then round else null end),

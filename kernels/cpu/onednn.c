@@ -47,10 +47,11 @@
 
 typedef struct {
     int ta, tb, M, N, K, lda, ldb, ldc, acc, bf16;
-    float alpha;
-    dnnl_primitive_t prim;          /* the key is everything above */
+    float alpha;                    /* the key is everything so far (KEY bytes) */
+    dnnl_primitive_t prim;
     dnnl_memory_desc_t scratch;     /* its scratchpad, which the caller gives */
 } plan;
+#define KEY (offsetof(plan, alpha) + sizeof(float))   /* no padding inside */
 
 /* Shapes kept at most: a step at T = 3072 has ~350 (attention's tiles
  * take 7 for each multiple of 64 up to T); past it, OpenBLAS. */
@@ -160,7 +161,7 @@ static uint32_t key_hash(const plan *q)
 {
     uint32_t h = 2166136261u;                /* FNV-1a over the key's bytes */
     const unsigned char *b = (const unsigned char *)q;
-    for (size_t i = 0; i < offsetof(plan, prim); i++) h = (h ^ b[i]) * 16777619u;
+    for (size_t i = 0; i < KEY; i++) h = (h ^ b[i]) * 16777619u;
     return h;
 }
 
@@ -173,7 +174,7 @@ static int plan_for(plan *q)
     int at = -1;
     pthread_mutex_lock(&plans_lock);
     for (; table[i]; i = (i + 1) & (PLANS - 1))
-        if (!memcmp(table[i], q, offsetof(plan, prim))) { at = (int)(table[i] - plans); break; }
+        if (!memcmp(table[i], q, KEY)) { at = (int)(table[i] - plans); break; }
     if (at < 0 && nplans < MAX_PLANS && (q->prim = build(q, NULL))) {
         at = nplans++;
         plans[at] = *q;
@@ -225,7 +226,8 @@ static void to_bf16(uint16_t *d, const float *s, int rows, int cols, int ld)
     }
 }
 
-/* Plan i's memory objects for this thread, made the first time. */
+/* Plan i's memory objects for this thread, made the first time (no
+ * scratchpad object where the plan needs none). */
 static dnnl_memory_t *memories(int i)
 {
     dnnl_memory_t *m = ts.mem[i];
@@ -236,7 +238,8 @@ static dnnl_memory_t *memories(int i)
         dnnl_memory_create(&m[0], &a, engine, DNNL_MEMORY_NONE) ||
         dnnl_memory_create(&m[1], &b, engine, DNNL_MEMORY_NONE) ||
         dnnl_memory_create(&m[2], &c, engine, DNNL_MEMORY_NONE) ||
-        dnnl_memory_create(&m[3], &q->scratch, engine, DNNL_MEMORY_NONE))
+        (dnnl_memory_desc_get_size(&q->scratch) &&
+         dnnl_memory_create(&m[3], &q->scratch, engine, DNNL_MEMORY_NONE)))
         hat_die("oneDNN: cannot describe a %dx%dx%d product", q->M, q->N, q->K);
     return m;
 }
@@ -261,15 +264,15 @@ static int run(int bf16, int ta, int tb, int M, int N, int K, float alpha, const
         A = (const float *)(const void *)a;
         B = (const float *)(const void *)b;
     }
-    size_t sbytes = dnnl_memory_desc_get_size(&p->scratch);
     dnnl_memory_set_data_handle(m[0], (void *)A);
     dnnl_memory_set_data_handle(m[1], (void *)B);
     dnnl_memory_set_data_handle(m[2], C);
-    dnnl_memory_set_data_handle(m[3], sbytes ? grow(&ts.scratch, &ts.scratch_bytes, sbytes) : NULL);
+    if (m[3]) dnnl_memory_set_data_handle(m[3], grow(&ts.scratch, &ts.scratch_bytes,
+                                                     dnnl_memory_desc_get_size(&p->scratch)));
     dnnl_exec_arg_t args[] = { { DNNL_ARG_SRC, m[0] }, { DNNL_ARG_WEIGHTS, m[1] }, { DNNL_ARG_DST, m[2] },
                                { DNNL_ARG_SCRATCHPAD, m[3] } };
     /* a product that started cannot fall back: C may be half written */
-    if (dnnl_primitive_execute(p->prim, ts.stream, 4, args) || dnnl_stream_wait(ts.stream))
+    if (dnnl_primitive_execute(p->prim, ts.stream, m[3] ? 4 : 3, args) || dnnl_stream_wait(ts.stream))
         hat_die("oneDNN matmul %dx%dx%d failed", M, N, K);
     return 0;
 }

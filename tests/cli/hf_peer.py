@@ -124,9 +124,14 @@ def cmd_save(d, seed):
     m.save_pretrained(d, safe_serialization=True)
 
 
-def cmd_train(d, B, T, steps):
+def cmd_train(d, B, T, steps, precision="fp32"):
+    import contextlib
     import torch
     B, T, steps = int(B), int(T), int(steps)
+    # bf16: torch's CPU autocast (bf16 matmuls, fp32 weights and optimiser),
+    # the peer of hat's HAT_GEMM=bf16
+    cast = (torch.autocast("cpu", dtype=torch.bfloat16) if precision == "bf16"
+            else contextlib.nullcontext())
     m = model(d).train()
     V = m.config.vocab_size
     # hat's sft-step: betas (0.9, 0.95), decay 0.1 on matrices only, clip 1.0
@@ -139,8 +144,9 @@ def cmd_train(d, B, T, steps):
     for s in range(steps + 2):
         x = torch.randint(0, V, (B, T + 1), generator=g)
         t0 = time.perf_counter()
-        logits = m(input_ids=x[:, :-1], use_cache=False).logits
-        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, V), x[:, 1:].reshape(-1))
+        with cast:
+            logits = m(input_ids=x[:, :-1], use_cache=False).logits
+        loss = torch.nn.functional.cross_entropy(logits.float().reshape(-1, V), x[:, 1:].reshape(-1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
         opt.step()
