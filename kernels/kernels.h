@@ -36,12 +36,15 @@ void matmul_init(void);
  * gemm_kernel_name: "openblas", or "onednn " and oneDNN's kernel. */
 void gemm_block(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc);
-/* The same for the dense layers' products, in bf16 (inputs rounded,
- * fp32 accumulation and output) under HAT_GEMM=bf16: gemm_bf16() says
- * whether that is in force. */
-void gemm_block_mixed(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                      const float *B, int ldb, float beta, float *C, int ldc);
+/* The same on operands rounded to bf16 (bf16_from_f32), alpha 1, fp32
+ * accumulation and output: what the dense layers run under HAT_GEMM=bf16,
+ * which gemm_bf16() says is in force.  -1 (nothing written) when it is
+ * not, or no plan is kept for the shape. */
+int onednn_gemm_bf16(int ta, int tb, int M, int N, int K, const uint16_t *A, int lda,
+                     const uint16_t *B, int ldb, float beta, float *C, int ldc);
 int gemm_bf16(void);
+/* d[0, n) = s[0, n) rounded to bf16, to nearest even (NaN stays NaN). */
+void bf16_from_f32(uint16_t *d, const float *s, size_t n);
 int onednn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
                 const float *B, int ldb, float beta, float *C, int ldc);
 int onednn_active(void);

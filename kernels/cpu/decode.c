@@ -473,13 +473,6 @@ void matmul_rows_bf16(float *out, const float *inp, const uint32_t *w, int N, in
 }
 
 /* bf16 of x, rounded to nearest even (NaN kept a NaN). */
-static uint32_t bf16_bits(float x)
-{
-    union { float f; uint32_t u; } v = { x };
-    if ((v.u & 0x7fffffffu) > 0x7f800000u) return (v.u >> 16) | 0x40;
-    return (v.u + 0x7fffu + ((v.u >> 16) & 1)) >> 16;
-}
-
 void bf16_pack_rows(uint32_t *dst, const float *src, int OC, int C)
 {
     for (size_t o = 0; o < (size_t)OC; o++)

@@ -11,8 +11,8 @@
  * for a probe product:
  *   HAT_GEMM=auto     (default) oneDNN where its kernel is a brgemm, else OpenBLAS
  *   HAT_GEMM=onednn   oneDNN whatever its kernel;  HAT_GEMM=openblas  never
- *   HAT_GEMM=bf16     oneDNN, and the dense layers' products (gemm_block_mixed)
- *                     in bf16 with fp32 accumulation and output, where oneDNN
+ *   HAT_GEMM=bf16     oneDNN, and the dense layers' products (matmul.c) on
+ *                     bf16 operands with fp32 accumulation and output, where oneDNN
  *                     has bf16 kernels for the CPU (AVX512-BF16, AMX); an
  *                     error elsewhere
  * fp32 throughout, the libraries differ only in the order of each K-long
@@ -188,8 +188,8 @@ static int plan_for(plan *q)
  * objects of A, B, C and the scratchpad (their pointers set per call). */
 typedef struct {
     dnnl_stream_t stream;
-    void *scratch, *a16, *b16;      /* scratchpad; bf16 copies of A and B */
-    size_t scratch_bytes, a16_bytes, b16_bytes;
+    void *scratch;
+    size_t scratch_bytes;
     dnnl_memory_t (*mem)[4];        /* (MAX_PLANS) */
 } thread_state;
 
@@ -211,19 +211,11 @@ static void *grow(void **buf, size_t *have, size_t bytes)
     return *buf;
 }
 
-/* The stored (rows, cols) matrix at leading dimension ld rounded to bf16
- * (to nearest, ties to even; NaN stays NaN), dense. */
+/* d[0, n) = s[0, n) rounded to bf16 (vecmath.h's rule). */
 HAT_CLONES
-static void to_bf16(uint16_t *d, const float *s, int rows, int cols, int ld)
+void bf16_from_f32(uint16_t *d, const float *s, size_t n)
 {
-    for (int r = 0; r < rows; r++) {
-        const uint32_t *u = (const uint32_t *)(s + (size_t)r * ld);
-        uint16_t *o = d + (size_t)r * cols;
-        for (int j = 0; j < cols; j++) {
-            uint32_t x = u[j], n = (x & 0x7fffffffu) > 0x7f800000u;
-            o[j] = (uint16_t)(n ? (x >> 16) | 0x40 : (x + 0x7fffu + ((x >> 16) & 1)) >> 16);
-        }
-    }
+    for (size_t j = 0; j < n; j++) d[j] = (uint16_t)bf16_bits(s[j]);
 }
 
 /* Plan i's memory objects for this thread, made the first time (no
@@ -244,26 +236,17 @@ static dnnl_memory_t *memories(int i)
     return m;
 }
 
-/* The product on oneDNN, its inputs rounded to bf16 first when bf16. */
-static int run(int bf16, int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-               const float *B, int ldb, float beta, float *C, int ldc)
+/* The product on oneDNN: fp32 operands, or (bf16) operands rounded to
+ * bf16 already. */
+static int run(int bf16, int ta, int tb, int M, int N, int K, float alpha, const void *A, int lda,
+               const void *B, int ldb, float beta, float *C, int ldc)
 {
     if (!onednn_active() || (beta != 0.0f && beta != 1.0f) || !thread_ready()) return -1;
-    int ra = ta ? K : M, ca = ta ? M : K, rb = tb ? N : K, cb = tb ? K : N;
-    plan q = { ta, tb, M, N, K, bf16 ? ca : lda, bf16 ? cb : ldb, ldc, beta != 0.0f, bf16, alpha,
-               NULL, { 0 } };
+    plan q = { ta, tb, M, N, K, lda, ldb, ldc, beta != 0.0f, bf16, alpha, NULL, { 0 } };
     int i = plan_for(&q);
     if (i < 0) return -1;
     const plan *p = &plans[i];
     dnnl_memory_t *m = memories(i);
-    if (bf16) {
-        uint16_t *a = grow(&ts.a16, &ts.a16_bytes, (size_t)ra * ca * 2);
-        uint16_t *b = grow(&ts.b16, &ts.b16_bytes, (size_t)rb * cb * 2);
-        to_bf16(a, A, ra, ca, lda);
-        to_bf16(b, B, rb, cb, ldb);
-        A = (const float *)(const void *)a;
-        B = (const float *)(const void *)b;
-    }
     dnnl_memory_set_data_handle(m[0], (void *)A);
     dnnl_memory_set_data_handle(m[1], (void *)B);
     dnnl_memory_set_data_handle(m[2], C);
@@ -283,6 +266,12 @@ int onednn_gemm(int ta, int tb, int M, int N, int K, float alpha, const float *A
     return run(0, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }
 
+int onednn_gemm_bf16(int ta, int tb, int M, int N, int K, const uint16_t *A, int lda,
+                     const uint16_t *B, int ldb, float beta, float *C, int ldc)
+{
+    return bf16_on ? run(1, ta, tb, M, N, K, 1.0f, A, lda, B, ldb, beta, C, ldc) : -1;
+}
+
 int gemm_bf16(void)
 {
     return onednn_active() && bf16_on;
@@ -292,14 +281,6 @@ void gemm_block(int ta, int tb, int M, int N, int K, float alpha, const float *A
                 const float *B, int ldb, float beta, float *C, int ldc)
 {
     if (!run(0, ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
-                M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
-}
-
-void gemm_block_mixed(int ta, int tb, int M, int N, int K, float alpha, const float *A, int lda,
-                      const float *B, int ldb, float beta, float *C, int ldc)
-{
-    if (!run(gemm_bf16(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc)) return;
     cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                 M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 }

@@ -63,4 +63,14 @@ static inline __attribute__((always_inline)) void vsoftmax(float *p, int n, floa
     if (lse) *lse = mx + logf(sum);
 }
 
+/* x rounded to bf16, to nearest with ties to even; a NaN stays a
+ * (quiet) NaN.  The one rounding rule of the CPU kernels' bf16 paths. */
+static inline uint32_t bf16_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (u >> 16) | 0x40;
+    return (u + 0x7fffu + ((u >> 16) & 1)) >> 16;
+}
+
 #endif
