@@ -464,6 +464,10 @@ static int write_tar_fd(int fd, members *s, const char *path)
 {
     struct archive *a = archive_write_new();
     archive_write_set_format_pax_restricted(a);
+    /* no padding of the last block to 10 KiB: libarchive pads where the
+     * fd is not a regular file, and a checkpoint's bytes should not
+     * depend on where they go */
+    archive_write_set_bytes_in_last_block(a, 1);
     int rc = -1;
     if (archive_write_open_fd(a, fd) != ARCHIVE_OK) goto err;
     for (int i = 0; i < N_MEMBERS; i++) {
@@ -521,11 +525,22 @@ static void remove_stale_temps(const char *path)
 
 int ckpt_save(const ckpt *c, const char *path, int dtype)
 {
-    remove_stale_temps(path);
     members s = { 0 };
     serialise(c, &s, dtype);
-    char *tmp = xasprintf("%s.tmpXXXXXX", path);
-    int fd = mkstemp(tmp), rc = -1;
+    char *tmp = NULL;
+    int rc = -1;
+    if (is_special_path(path)) {             /* a device or FIFO: written in place */
+        int fd = open(path, O_WRONLY);
+        if (fd < 0) hat_errat(path, 0, "cannot open: %s", strerror(errno));
+        else {
+            rc = write_tar_fd(fd, &s, path);
+            if (close(fd) && !rc) { hat_errat(path, 0, "close: %s", strerror(errno)); rc = -1; }
+        }
+        goto out;
+    }
+    remove_stale_temps(path);
+    tmp = xasprintf("%s.tmpXXXXXX", path);
+    int fd = mkstemp(tmp);
     if (fd < 0) {
         hat_errat(path, 0, "cannot create temporary file: %s", strerror(errno));
         goto out;

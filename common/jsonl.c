@@ -463,7 +463,8 @@ struct hat_out {
     FILE  *f;        /* plain stream, or NULL when gz is used */
     gzFile gz;
     char  *path;     /* final name, NULL for stdout */
-    char  *tmp;      /* temporary name while writing */
+    char  *tmp;      /* temporary name while writing; NULL: written in place
+                      * (stdout, or a device or FIFO: is_special_path) */
     int    failed;
     int    log;      /* out_open_log: appended in place, flushed per write */
     int    created;  /* out_open_log made the file: out_abort removes it if still empty */
@@ -477,18 +478,26 @@ hat_out *out_open(const char *path)
         o->f = stdout;
         return o;
     }
-    char *d = xstrdup(path), *b = xstrdup(path);
-    o->tmp = xasprintf("%s/.%s.tmp.XXXXXX", dirname(d), basename(b));
-    free(d);
-    free(b);
-    int fd = mkstemp(o->tmp);
-    if (fd < 0) {
-        hat_errat(path, 0, "cannot create: %s", strerror(errno));
-        free(o->tmp);
-        free(o);
-        return NULL;
+    int fd;
+    if (is_special_path(path)) {
+        if ((fd = open(path, O_WRONLY)) < 0) {
+            hat_errat(path, 0, "cannot open: %s", strerror(errno));
+            free(o);
+            return NULL;
+        }
+    } else {
+        char *d = xstrdup(path), *b = xstrdup(path);
+        o->tmp = xasprintf("%s/.%s.tmp.XXXXXX", dirname(d), basename(b));
+        free(d);
+        free(b);
+        if ((fd = mkstemp(o->tmp)) < 0) {
+            hat_errat(path, 0, "cannot create: %s", strerror(errno));
+            free(o->tmp);
+            free(o);
+            return NULL;
+        }
+        fchmod(fd, 0644 & ~umask(umask(0)));
     }
-    fchmod(fd, 0644 & ~umask(umask(0)));
     o->path = xstrdup(path);
     if (str_endswith(path, ".gz")) {
         o->gz = gzdopen(fd, "wb6");
@@ -615,12 +624,18 @@ int out_close(hat_out *o)
          * possible after gzclose; gzclose flushes and closes. */
         if (gzclose(o->gz) != Z_OK) bad = 1;
         o->gz = NULL;
-        int fd = open(o->tmp, O_RDONLY);
+        int fd = o->tmp ? open(o->tmp, O_RDONLY) : -1;
         if (fd >= 0) { fsync(fd); close(fd); }
     } else {
-        if (fflush(o->f) != 0 || fsync(fileno(o->f)) != 0) bad = 1;
+        /* (a device or FIFO written in place has nothing to fsync) */
+        if (fflush(o->f) != 0 || (o->tmp && fsync(fileno(o->f)) != 0)) bad = 1;
         if (fclose(o->f) != 0) bad = 1;
         o->f = NULL;
+    }
+    if (!o->tmp) {
+        if (bad && !o->failed) hat_errat(o->path, 0, "write error: %s", strerror(errno));
+        out_free(o);
+        return bad ? -1 : 0;
     }
     if (!bad && rename(o->tmp, o->path) != 0) {
         hat_errat(o->path, 0, "cannot rename into place: %s", strerror(errno));

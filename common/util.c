@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -141,6 +142,12 @@ int str_endswith(const char *s, const char *suffix)
 {
     size_t n = strlen(s), m = strlen(suffix);
     return n >= m && !memcmp(s + n - m, suffix, m);
+}
+
+int is_special_path(const char *path)
+{
+    struct stat st;
+    return path && stat(path, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode);
 }
 
 char *read_file(const char *path, size_t *len)

@@ -54,6 +54,11 @@ char *read_file(const char *path, size_t *len);
 
 int  str_endswith(const char *s, const char *suffix);
 int  is_stdio_path(const char *path);   /* NULL or "-" */
+/* path exists and is neither a regular file nor a directory (a device
+ * such as /dev/null, a FIFO, a socket): outputs write it in place and
+ * never rename a temporary file over it, which as root would leave a
+ * regular file where /dev/null was. */
+int  is_special_path(const char *path);
 
 
 
