@@ -11,10 +11,11 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: general-gen [--split base|opd|eval] [-n N] [--seed N] [-o FILE]\n"
+    "usage: general-gen [--split base|opd|eval|dev] [-n N] [--seed N] [-o FILE]\n"
     "       general-gen --import FILE [--split S] [-o FILE]\n"
     "General instruction-following records with IFEval-verifiable constraints.\n"
-    "      --split NAME     base (training), opd (OPD prompts) or eval (default base)\n"
+    "      --split NAME     base (training), opd (OPD prompts), eval, or dev (choosing\n"
+    "                       settings; its own wording) (default base)\n"
     "  -n, --count N        number of records (default 100)\n"
     "      --tries N        draws per record before it is dropped (default 20)\n"
     "      --import FILE    normalise Tulu 3 / OpenAI messages JSONL instead\n"
@@ -98,7 +99,7 @@ int main(int argc, char **argv)
         switch (opt) {
         case OPT_SPLIT:
             if ((split = general_split(optarg)) < 0)
-                cli_usage_error(&spec, "--split must be base, opd or eval, not \"%s\"", optarg);
+                cli_usage_error(&spec, "--split must be base, opd, eval or dev, not \"%s\"", optarg);
             break;
         case 'n': n = cli_long(&spec, "-n", optarg, 0, 100000000L); break;
         case OPT_TRIES: tries = (int)cli_long(&spec, "--tries", optarg, 1, 1000); break;

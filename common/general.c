@@ -16,7 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const SPLITS[] = { "base", "opd", "eval" };
+/* base, opd and eval share constraints.json's phrasings (phrasings[i]
+ * belongs to split i mod 3); dev, the split settings are chosen on, has
+ * only its own (split_phrasings.dev): a fourth wording of every
+ * instruction, none of them the base's, OPD's or the evaluation's. */
+static const char *const SPLITS[] = { "base", "opd", "eval", "dev" };
+#define NSPLITS 4
+#define DEV 3
 
 struct general_gen {
     json_t *tasks, *cons, *blocks;
@@ -26,7 +32,7 @@ struct general_gen {
 
 int general_split(const char *name)
 {
-    for (int i = 0; i < 3; i++) if (!strcmp(name, SPLITS[i])) return i;
+    for (int i = 0; i < NSPLITS; i++) if (!strcmp(name, SPLITS[i])) return i;
     return -1;
 }
 
@@ -119,6 +125,10 @@ static int check_phrasings(json_t *cons, char **err)
                         }
             }
         }
+        if (!json_array_size(json_object_get(own, SPLITS[DEV]))) {
+            *err = xasprintf("constraints.json: %s: no split_phrasings.dev (the dev split draws only its own)", id);
+            return -1;
+        }
     }
     return 0;
 }
@@ -141,7 +151,7 @@ general_gen *general_load(const char *dir, char **err)
     p = data_file(dir, "words.txt", err);
     if (!p || !(g->words = load_lines(p, &g->nwords, err))) { free(p); goto fail; }
     free(p);
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < NSPLITS; s++)
         if (!json_array_size(json_object_get(g->tasks, SPLITS[s]))) {
             *err = xasprintf("tasks.json: no templates for split %s", SPLITS[s]);
             goto fail;
@@ -569,9 +579,11 @@ static char *compose_prompt(const general_gen *g, rng_t *r, int split, const dra
         json_t *ph = json_object_get(c, "phrasings");
         json_t *own = json_object_get(json_object_get(c, "split_phrasings"), SPLITS[split]);
         /* The split's share: indices split, split+3, ..., then the
-         * phrasings only it draws.  One draw whatever the count, so a
-         * split's own phrasings change no other split's records. */
-        size_t n = json_array_size(ph), per = (n + 2 - (size_t)split) / 3, extra = json_array_size(own);
+         * phrasings only it draws (dev: those alone, checked at load).
+         * One draw whatever the count, so a split's own phrasings change
+         * no other split's records. */
+        size_t n = json_array_size(ph), per = split == DEV ? 0 : (n + 2 - (size_t)split) / 3,
+               extra = json_array_size(own);
         size_t k = rng_below(r, per + extra ? per + extra : 1);
         const char *t = k < per ? json_string_value(json_array_get(ph, (size_t)split + 3 * k))
                                 : json_string_value(json_array_get(own, k - per));
@@ -674,7 +686,10 @@ static json_t *attempt(general_gen *g, rng_t *r, int split, uint64_t seed, long 
 json_t *general_make(general_gen *g, int split, uint64_t seed, long index, int tries, int *redraws)
 {
     rng_t r;
-    rng_derive(&r, seed, (uint64_t)index * 3 + (uint64_t)split);
+    /* base, opd, eval: streams 3i + split; dev came later and takes
+     * streams of their own (top bit set) so that no record of the others
+     * changed and none shares a stream with dev's */
+    rng_derive(&r, seed, split == DEV ? (uint64_t)index | 1ULL << 63 : (uint64_t)index * 3 + (uint64_t)split);
     *redraws = 0;
     for (int t = 0; t < tries; t++) {
         json_t *rec = attempt(g, &r, split, seed, index);

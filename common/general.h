@@ -4,9 +4,9 @@
  * checked with the IFEval checkers before they are written.
  *
  * All text comes from data/general/ (tasks.json, constraints.json,
- * blocks.json, topics.txt, words.txt).  Each split (base, opd, eval) has
- * its own task templates and its own constraint phrasings, so no template
- * is shared between splits.  Record i of a split depends only on (seed,
+ * blocks.json, topics.txt, words.txt).  Each split (base, opd, eval, dev)
+ * has its own task templates and its own constraint phrasings, so no
+ * template is shared between splits.  Record i of a split depends only on (seed,
  * split, i). */
 #ifndef HAT_GENERAL_H
 #define HAT_GENERAL_H
@@ -21,7 +21,7 @@ typedef struct general_gen general_gen;
 general_gen *general_load(const char *dir, char **err);
 void         general_free(general_gen *g);
 
-/* Split index of a name ("base", "opd", "eval"), or -1. */
+/* Split index of a name ("base", "opd", "eval", "dev"), or -1. */
 int general_split(const char *name);
 
 /* Record index of split with seed:

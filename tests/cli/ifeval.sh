@@ -28,7 +28,7 @@ same "by prompt = by key" "$T/sample.v" "$T/byprompt.v"
 
 # general-gen: every record passes ifeval strictly, for several seeds and all splits
 for seed in 1 2 3; do
-    for split in base opd eval; do
+    for split in base opd eval dev; do
         general-gen --split $split -n 80 --seed $seed -o "$T/g-$split-$seed.jsonl" 2>/dev/null
         ifeval -s "$T/g.sum" "$T/g-$split-$seed.jsonl" >/dev/null
         jq -e '.aggregate.prompt_level_strict == 1 and .counts.scored == 80' "$T/g.sum" >/dev/null \
@@ -47,16 +47,16 @@ has "records carry ids and messages" "$T/g-base-1.jsonl" '^\{"id":"general-base-
 # placeholder, whose text appears in the prompt as it is.
 CJ="$HAT_DATA/general/constraints.json"
 jq -r '.constraints[] | (.phrasings | to_entries[] | "\(.key % 3)\t\(.value)"),
-        ((.split_phrasings // {}) | to_entries[] | .key as $s | .value[] | "\({base:0,opd:1,eval:2}[$s])\t\(.)")
+        ((.split_phrasings // {}) | to_entries[] | .key as $s | .value[] | "\({base:0,opd:1,eval:2,dev:3}[$s])\t\(.)")
        | select(test("[{}]") | not)' "$CJ" >"$T/phr"
 general-gen --split opd -n 400 --seed 4 -o "$T/g-opd-4.jsonl" 2>/dev/null
-for s in 0:base 1:opd 2:eval; do
+for s in 0:base 1:opd 2:eval 3:dev; do
     i=${s%%:*}
     jq -r '.messages[0].content' $(ls "$T"/g-${s#*:}-*.jsonl) >"$T/pr-$i"
 done
 wrong=0 extras=0
 while IFS="$(printf '\t')" read -r k text; do
-    for i in 0 1 2; do
+    for i in 0 1 2 3; do
         [ "$i" = "$k" ] && continue
         grep -qF -- "$text" "$T/pr-$i" && { wrong=$((wrong + 1)); echo "split $i drew split $k's: $text" >&2; }
     done
@@ -66,6 +66,14 @@ jq -r '.constraints[].split_phrasings.opd[]? | select(test("[{}]") | not)' "$CJ"
 extras=$(while IFS= read -r text; do grep -qF -- "$text" "$T/pr-1" && echo x; done <"$T/extra" | wc -l)
 [ "$extras" -ge $(( $(wc -l <"$T/extra") * 3 / 4 )) ] && pass "the opd split draws its extra phrasings ($extras of $(wc -l <"$T/extra"))" \
     || flunk "the opd split draws its extra phrasings" "$extras of $(wc -l <"$T/extra")"
+# The dev split draws its own phrasings and nothing else: all but a few
+# of them turn up in 240 prompts, and its prompts share none with another
+# split's (checked above phrasing by phrasing).
+jq -r '.constraints[].split_phrasings.dev[] | select(test("[{}]") | not)' "$CJ" >"$T/devp"
+devn=$(while IFS= read -r text; do grep -qF -- "$text" "$T/pr-3" && echo x; done <"$T/devp" | wc -l)
+[ "$devn" -ge $(( $(wc -l <"$T/devp") * 3 / 4 )) ] && pass "the dev split draws its own phrasings ($devn of $(wc -l <"$T/devp"))" \
+    || flunk "the dev split draws its own phrasings" "$devn of $(wc -l <"$T/devp")"
+has "dev records are named so" "$T/g-dev-1.jsonl" '^\{"id":"general-dev-1-000000","split":"dev"'
 # Bad phrasing data: an opd extra that is the eval split's phrasing.
 mkdir -p "$T/d/general"; cp "$HAT_DATA"/general/* "$T/d/general/"
 jq '.constraints["punctuation:no_comma"].split_phrasings.opd += [.constraints["punctuation:no_comma"].phrasings[2]]' "$CJ" >"$T/d/general/constraints.json"
@@ -77,6 +85,13 @@ has "names the bad split" "$T/.err" 'split_phrasings.test: no such split'
 jq '.constraints["punctuation:no_comma"].phrasings[2] = .constraints["punctuation:no_comma"].phrasings[0]' "$CJ" >"$T/d/general/constraints.json"
 fails "a phrasing in the base and eval shares" 1 env HAT_DATA="$T/d" general-gen --split opd -n 1
 has "names both indices" "$T/.err" 'punctuation:no_comma: phrasings\[0\] and \[2\] are the same in splits base and eval'
+
+jq 'del(.constraints["punctuation:no_comma"].split_phrasings.dev)' "$CJ" >"$T/d/general/constraints.json"
+fails "a constraint with no dev phrasings" 1 env HAT_DATA="$T/d" general-gen --split base -n 1
+has "names the constraint" "$T/.err" 'punctuation:no_comma: no split_phrasings.dev'
+jq '.constraints["punctuation:no_comma"].split_phrasings.dev += [.constraints["punctuation:no_comma"].phrasings[1]]' "$CJ" >"$T/d/general/constraints.json"
+fails "a dev phrasing another split draws" 1 env HAT_DATA="$T/d" general-gen --split dev -n 1
+has "names the split it comes from" "$T/.err" 'punctuation:no_comma: split_phrasings.dev\[2\] is phrasings\[1\], which split opd draws'
 
 # --import of Tulu 3 / OpenAI messages
 printf '%s\n' '{"id":"t1","source":"x","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello!"}]}' \
