@@ -48,8 +48,8 @@ hasnt "small: no GRPO run on the evaluation's world" "$S" '^grpo-step --world .*
 # OPD as session 22 chose it on the dev split: the forward KL on the
 # base's completions, rendered without thinking, replaying each model's
 # own SFT data at weight 2.
-has "small: OPD 800 steps, forward KL on the base's completions" "$S" \
-    'opd-step --init .*/hsa-sft.ckpt .*--steps 800 .*--teacher-samples 2 --kl forward --no-thinking --lr 1e-3'
+has "small: OPD 1,000 steps, forward KL on the base's completions" "$S" \
+    'opd-step --init .*/hsa-sft.ckpt .*--steps 1000 .*--teacher-samples 2 --kl forward --no-thinking --lr 1e-3'
 has "small: OPD replays HSA-SFT's own data" "$S" '^ *--replay .*/hsa-nonce1-w1800-real1-words1.jsonl --replay-batch 4 .*--replay-weight 2'
 has "small: and Fixed-SFT's" "$S" '^ *--replay .*/sft1800/sessions.jsonl --replay-batch 4 .*--replay-weight 2'
 plan noreplay PROFILE=small OPD_REPLAY=0 results > "$T/noreplay.plan"
