@@ -6,8 +6,8 @@
  * All text comes from data/general/ (tasks.json, constraints.json,
  * blocks.json, topics.txt, words.txt).  Each split (base, opd, eval, dev)
  * has its own task templates and its own constraint phrasings, so no
- * template is shared between splits.  Record i of a split depends only on (seed,
- * split, i). */
+ * template is shared between splits.  Record i of a split depends only
+ * on (seed, split, i). */
 #ifndef HAT_GENERAL_H
 #define HAT_GENERAL_H
 

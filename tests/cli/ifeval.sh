@@ -74,24 +74,25 @@ devn=$(while IFS= read -r text; do grep -qF -- "$text" "$T/pr-3" && echo x; done
 [ "$devn" -ge $(( $(wc -l <"$T/devp") * 3 / 4 )) ] && pass "the dev split draws its own phrasings ($devn of $(wc -l <"$T/devp"))" \
     || flunk "the dev split draws its own phrasings" "$devn of $(wc -l <"$T/devp")"
 has "dev records are named so" "$T/g-dev-1.jsonl" '^\{"id":"general-dev-1-000000","split":"dev"'
-# Bad phrasing data: an opd extra that is the eval split's phrasing.
+# Bad phrasing data, each an edit of one constraint (punctuation:no_comma)
+# that general-gen must refuse at load, naming what is wrong.
 mkdir -p "$T/d/general"; cp "$HAT_DATA"/general/* "$T/d/general/"
-jq '.constraints["punctuation:no_comma"].split_phrasings.opd += [.constraints["punctuation:no_comma"].phrasings[2]]' "$CJ" >"$T/d/general/constraints.json"
-fails "an extra phrasing another split draws" 1 env HAT_DATA="$T/d" general-gen --split opd -n 1
-has "names the constraint and the split" "$T/.err" 'punctuation:no_comma: split_phrasings.opd\[4\] is phrasings\[2\], which split eval draws'
-jq '.constraints["punctuation:no_comma"].split_phrasings = {"test": ["x"]}' "$CJ" >"$T/d/general/constraints.json"
-fails "split_phrasings of no split" 1 env HAT_DATA="$T/d" general-gen --split opd -n 1
-has "names the bad split" "$T/.err" 'split_phrasings.test: no such split'
-jq '.constraints["punctuation:no_comma"].phrasings[2] = .constraints["punctuation:no_comma"].phrasings[0]' "$CJ" >"$T/d/general/constraints.json"
-fails "a phrasing in the base and eval shares" 1 env HAT_DATA="$T/d" general-gen --split opd -n 1
-has "names both indices" "$T/.err" 'punctuation:no_comma: phrasings\[0\] and \[2\] are the same in splits base and eval'
-
-jq 'del(.constraints["punctuation:no_comma"].split_phrasings.dev)' "$CJ" >"$T/d/general/constraints.json"
-fails "a constraint with no dev phrasings" 1 env HAT_DATA="$T/d" general-gen --split base -n 1
-has "names the constraint" "$T/.err" 'punctuation:no_comma: no split_phrasings.dev'
-jq '.constraints["punctuation:no_comma"].split_phrasings.dev += [.constraints["punctuation:no_comma"].phrasings[1]]' "$CJ" >"$T/d/general/constraints.json"
-fails "a dev phrasing another split draws" 1 env HAT_DATA="$T/d" general-gen --split dev -n 1
-has "names the split it comes from" "$T/.err" 'punctuation:no_comma: split_phrasings.dev\[2\] is phrasings\[1\], which split opd draws'
+# refused NAME SPLIT EDIT MESSAGE-NAME MESSAGE-REGEX
+refused() {
+    jq ".constraints[\"punctuation:no_comma\"] |= ($3)" "$CJ" >"$T/d/general/constraints.json"
+    fails "$1" 1 env HAT_DATA="$T/d" general-gen --split "$2" -n 1
+    has "$4" "$T/.err" "$5"
+}
+refused "an extra phrasing another split draws" opd '.split_phrasings.opd += [.phrasings[2]]' \
+    "names the constraint and the split" 'punctuation:no_comma: split_phrasings.opd\[4\] is phrasings\[2\], which split eval draws'
+refused "split_phrasings of no split" opd '.split_phrasings = {"test": ["x"]}' \
+    "names the bad split" 'split_phrasings.test: no such split'
+refused "a phrasing in the base and eval shares" opd '.phrasings[2] = .phrasings[0]' \
+    "names both indices" 'punctuation:no_comma: phrasings\[0\] and \[2\] are the same in splits base and eval'
+refused "a constraint with no dev phrasings" base 'del(.split_phrasings.dev)' \
+    "names the constraint" 'punctuation:no_comma: no split_phrasings.dev'
+refused "a dev phrasing another split draws" dev '.split_phrasings.dev += [.phrasings[1]]' \
+    "names the split it comes from" 'punctuation:no_comma: split_phrasings.dev\[2\] is phrasings\[1\], which split opd draws'
 
 # --import of Tulu 3 / OpenAI messages
 printf '%s\n' '{"id":"t1","source":"x","messages":[{"role":"user","content":"Hi"},{"role":"assistant","content":"Hello!"}]}' \
