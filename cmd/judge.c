@@ -65,7 +65,9 @@ typedef struct {
  * tasks kept from start-up cost more in page faults and cache misses than
  * parsing each again when it is used, and that costs more than the view.
  * calibrate and annotate also keep the line, to parse for the verdict's
- * JSON (task_json). */
+ * JSON (task_json).  A line in task-gen's shape is read into its view
+ * straight from the text (task_index_add_line); any other goes through
+ * jansson and task_check, which report what is wrong with it. */
 #define TASK_FLAGS (JSON_ALLOW_NUL | JSON_DECODE_ANY)   /* as jsonl_next reads them */
 
 static int load_tasks(opts *o)
@@ -75,9 +77,14 @@ static int load_tasks(opts *o)
     for (int i = 0; i < o->ntasks && !rc; i++) {
         jsonl_reader *r = jsonl_open(o->tasks[i], o->c.skip_bad);
         if (!r) { rc = -1; break; }
-        json_t *t;
+        const char *line;
+        size_t len;
         int k;
-        while ((k = jsonl_next(r, &t)) == 1) {
+        while ((k = jsonl_next_line(r, &line, &len)) == 1) {
+            if (task_index_add_line(o->tasks_by_id, line, len, o->keep_lines)) continue;
+            json_t *t;
+            if ((k = jsonl_parse_line(r, &t)) < 0) break;
+            if (k == 0) continue;
             char *err = task_check(t);
             if (err) {
                 hat_errat(jsonl_name(r), jsonl_line(r), "%s", err);

@@ -99,7 +99,7 @@ static int blank(const char *s, size_t n)
     return 1;
 }
 
-int jsonl_next(jsonl_reader *r, json_t **out)
+int jsonl_next_line(jsonl_reader *r, const char **text, size_t *len)
 {
     for (;;) {
         size_t n;
@@ -109,22 +109,40 @@ int jsonl_next(jsonl_reader *r, json_t **out)
         r->bytes += n + 1;
         progress_update(r->prog, r->line, r->bytes);
         if (blank(r->buf, n)) continue;
-        json_error_t e;
-        json_t *v = NULL;
-        if (json_too_deep(r->buf, n, JSONL_MAX_DEPTH))
-            hat_errat(r->name, r->line, "JSON nested deeper than %d levels", JSONL_MAX_DEPTH);
-        else if (!(v = r->memo ? harness_memo_parse(r->memo, r->buf, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e)
-                               : json_loadb_quick(r->buf, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e)))
-            hat_errat(r->name, r->line, "invalid JSON at column %d: %s", e.column, e.text);
-        if (!v) {
-            if (!r->skip_bad) return -1;
-            r->skipped++;
-            continue;
-        }
-        *out = v;
         r->last = n;
+        *text = r->buf;
+        *len = n;
         return 1;
     }
+}
+
+int jsonl_parse_line(jsonl_reader *r, json_t **out)
+{
+    json_error_t e;
+    json_t *v = NULL;
+    size_t n = r->last;
+    if (json_too_deep(r->buf, n, JSONL_MAX_DEPTH))
+        hat_errat(r->name, r->line, "JSON nested deeper than %d levels", JSONL_MAX_DEPTH);
+    else if (!(v = r->memo ? harness_memo_parse(r->memo, r->buf, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e)
+                           : json_loadb_quick(r->buf, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, &e)))
+        hat_errat(r->name, r->line, "invalid JSON at column %d: %s", e.column, e.text);
+    if (!v) {
+        if (!r->skip_bad) return -1;
+        r->skipped++;
+        return 0;
+    }
+    *out = v;
+    return 1;
+}
+
+int jsonl_next(jsonl_reader *r, json_t **out)
+{
+    const char *text;
+    size_t n;
+    int rc;
+    while ((rc = jsonl_next_line(r, &text, &n)) == 1)
+        if ((rc = jsonl_parse_line(r, out))) return rc;
+    return rc;
 }
 
 const char *jsonl_text(const jsonl_reader *r, size_t *len)
@@ -250,7 +268,7 @@ typedef struct {
 } fast_ctx;
 
 /* Whether s[0..n) is all ASCII, so valid UTF-8 without jansson's check. */
-static int fast_ascii(const char *s, size_t n)
+int json_ascii(const char *s, size_t n)
 {
     uint64_t acc = 0, w;
     size_t i = 0;
@@ -318,7 +336,7 @@ static int fast_string(void *ctx, const unsigned char *s, size_t n)
     fast_ctx *c = ctx;
     /* yajl decodes \u0000; jansson refuses it without JSON_ALLOW_NUL. */
     if (!(c->flags & JSON_ALLOW_NUL) && memchr(s, 0, n)) return 0;
-    if (fast_ascii((const char *)s, n)) return fast_add(c, json_stringn_nocheck((const char *)s, n));
+    if (json_ascii((const char *)s, n)) return fast_add(c, json_stringn_nocheck((const char *)s, n));
     return fast_add(c, json_stringn((const char *)s, n));   /* NULL on bad UTF-8 */
 }
 
@@ -332,14 +350,14 @@ static int fast_key(void *ctx, const unsigned char *s, size_t n)
     }
     memcpy(c->key, s, n);
     c->klen = n;
-    c->kascii = fast_ascii(c->key, n);
+    c->kascii = json_ascii(c->key, n);
     return 1;
 }
 
 /* A number's text as jansson reads it: a real when it has a fraction or
  * an exponent, else an integer; out of range is an error there, so a
  * step aside here. */
-static int fast_number(void *ctx, const char *s, size_t n)
+json_t *json_number_text(const char *s, size_t n)
 {
     /* yajl has checked the grammar: an optional '-', digits, then maybe
      * a fraction and an exponent.  Up to 19 digits an integer is summed
@@ -351,24 +369,26 @@ static int fast_number(void *ctx, const char *s, size_t n)
     if (d == n && n > neg && n - neg <= 19) {
         unsigned long long u = 0;
         for (size_t k = neg; k < n; k++) u = u * 10 + (unsigned)(s[k] - '0');
-        if (u > (unsigned long long)LLONG_MAX + neg) return 0;
+        if (u > (unsigned long long)LLONG_MAX + neg) return NULL;
         i = neg ? (u == (unsigned long long)LLONG_MAX + 1 ? LLONG_MIN : -(long long)u) : (long long)u;
-        return fast_add(ctx, json_integer((json_int_t)i));
+        return json_integer((json_int_t)i);
     }
     char t[64], *e;
-    if (n >= sizeof t) return 0;
+    if (n >= sizeof t) return NULL;
     memcpy(t, s, n);
     t[n] = 0;
     errno = 0;
     if (d < n) {                                       /* a fraction or an exponent */
         double v = strtod(t, &e);
-        if (errno || e != t + n) return 0;
-        return fast_add(ctx, json_real(v));
+        if (errno || e != t + n) return NULL;
+        return json_real(v);
     }
     i = strtoll(t, &e, 10);
-    if (errno || e != t + n) return 0;
-    return fast_add(ctx, json_integer((json_int_t)i));
+    if (errno || e != t + n) return NULL;
+    return json_integer((json_int_t)i);
 }
+
+static int fast_number(void *ctx, const char *s, size_t n) { return fast_add(ctx, json_number_text(s, n)); }
 
 static const yajl_callbacks fast_callbacks = {
     fast_null, fast_bool, NULL, NULL, fast_number, fast_string,
@@ -380,7 +400,7 @@ static const yajl_callbacks fast_callbacks = {
  * only, and yajl turns a lone surrogate escape into '?' or a made-up
  * character where jansson refuses it.  (Any \uD800-\uDFFF escape steps
  * aside; a real surrogate pair is rare enough to leave to jansson.) */
-static int fast_plain(const char *buf, size_t len)
+int json_fast_plain(const char *buf, size_t len)
 {
     if (memchr(buf, '\f', len) || memchr(buf, '\v', len)) return 0;
     const char *end = buf + len;
@@ -389,16 +409,21 @@ static int fast_plain(const char *buf, size_t len)
     return 1;
 }
 
-json_t *json_loadb_fast(const char *buf, size_t len, size_t flags, size_t *end)
+int json_fast_on(void)
 {
     static int off = -1;                 /* HAT_SLOW_JSON=1: jansson alone (tests) */
     if (off < 0) {
         const char *e = getenv("HAT_SLOW_JSON");
         off = e && *e && strcmp(e, "0");
     }
-    if (off) return NULL;
+    return !off;
+}
+
+json_t *json_loadb_fast(const char *buf, size_t len, size_t flags, size_t *end)
+{
+    if (!json_fast_on()) return NULL;
     if (flags & ~(size_t)(JSON_DISABLE_EOF_CHECK | JSON_ALLOW_NUL | JSON_DECODE_ANY)) return NULL;
-    if (!buf || !fast_plain(buf, len)) return NULL;
+    if (!buf || !json_fast_plain(buf, len)) return NULL;
     fast_ctx c;
     c.root = NULL;
     c.depth = c.done = 0;

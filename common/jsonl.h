@@ -37,6 +37,13 @@ void   jsonl_set_memo(jsonl_reader *r, struct harness_memo *m);
 /* Next value into *out (caller decrefs).  Returns 1 on a value, 0 at end,
  * -1 on an error (already reported). */
 int    jsonl_next(jsonl_reader *r, json_t **out);
+/* jsonl_next in two steps, for a reader that takes some lines without a
+ * jansson value: the next line that is not blank (its text, valid until
+ * the next call: 1, 0 at the end, -1 on an error), then, if wanted, its
+ * value as jsonl_next gives it (1; 0 for a bad line with skip_bad, which
+ * is reported and counted; -1 for a bad line otherwise). */
+int    jsonl_next_line(jsonl_reader *r, const char **text, size_t *len);
+int    jsonl_parse_line(jsonl_reader *r, json_t **out);
 long   jsonl_line(const jsonl_reader *r);      /* line number of last value */
 /* The text of the last value's line (valid until the next jsonl_next). */
 const char *jsonl_text(const jsonl_reader *r, size_t *len);
@@ -75,6 +82,16 @@ json_t *jsonl_load_all(char *const *files, int nfiles, int skip_bad, char *(*che
  * always returns NULL, and so it does with HAT_SLOW_JSON=1 in the
  * environment (the tests compare a program's output both ways). */
 json_t *json_loadb_fast(const char *buf, size_t len, size_t flags, size_t *end);
+/* The pieces of json_loadb_fast that a reader of its own on yajl's events
+ * needs to agree with jansson as it does (tasks.h, task_view_parse):
+ * whether the fast way is on (HAT_SLOW_JSON), whether buf holds none of
+ * the bytes on which yajl and jansson part ways, whether s[0..n) is all
+ * ASCII, and a number's text (as yajl checked it) as the jansson value
+ * json_loadb makes of it, or NULL where that is not certain. */
+int     json_fast_on(void);
+int     json_fast_plain(const char *buf, size_t len);
+int     json_ascii(const char *s, size_t n);
+json_t *json_number_text(const char *s, size_t n);
 /* json_loadb with json_loadb_fast tried first: the same value or error. */
 json_t *json_loadb_quick(const char *buf, size_t len, size_t flags, json_error_t *e);
 

@@ -28,6 +28,8 @@ void     taskgen_free(taskgen *g);
 json_t  *taskgen_make(taskgen *g, uint64_t seed, long index, const char *intent, double fault_rate);
 
 int      task_intent_known(const char *intent);
+/* The fault type named by the n bytes at s ("timeout", ...), or NULL. */
+const char *task_fault_type_name(const char *s, size_t n);
 /* The intent named by the n bytes at s, as task_intents holds it, or NULL. */
 const char *task_intent_name(const char *s, size_t n);
 /* Check the shape of a task line; NULL if fine, else a message (malloc'd)
@@ -112,6 +114,18 @@ task_index *task_index_new(void);
 void        task_index_free(task_index *ix);
 /* Add task (its line kept when line is not NULL); returns its view. */
 const task_view *task_index_add(task_index *ix, const json_t *task, const char *line, size_t line_len);
+/* Add the task on line (len bytes; kept when keep_line) without a jansson
+ * value: the view task_check and task_view_make(COPY) would give of
+ * json_loadb's value, made straight from yajl's events (task_view_parse).
+ * NULL, and nothing added, where that is not certain: a line that is not
+ * one checked task in the shape task-gen writes (bad JSON, a check that
+ * fails, a field of another type, a repeated key, bytes where yajl and
+ * jansson part ways, HAT_SLOW_JSON=1).  The caller then parses the line
+ * and goes the way of task_check and task_index_add, whose answer
+ * (including its error) is the one. */
+const task_view *task_index_add_line(task_index *ix, const char *line, size_t len, int keep_line);
+/* The view itself, in a (which is left as it was on NULL). */
+const task_view *task_view_parse(task_arena *a, const char *line, size_t len, int keep_line);
 const task_view *task_index_get(const task_index *ix, const char *id);
 size_t      task_index_size(const task_index *ix);
 

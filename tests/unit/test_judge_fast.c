@@ -6,8 +6,10 @@
  * random mutations of it; and it is really taken for ordinary lines.
  * Scoring an indexed task's view (judge_score_view, the verdict line from
  * the view) gives judge_score's verdict and line for the task itself, on
- * teacher trajectories, spoiled ones and tasks of odd shapes; and the
- * task index finds what it was given. */
+ * teacher trajectories, spoiled ones and tasks of odd shapes; the task
+ * index finds what it was given; and a task line read straight into its
+ * view (task_view_parse) gives the view jansson's value gives, or none, on
+ * edited and mutated lines. */
 #include "test.h"
 #include "harness.h"
 #include "jsonl.h"
@@ -344,6 +346,35 @@ static int view_matches(const json_t *t, const task_view *v)
     return ok;
 }
 
+/* task_view_parse on line against the way it stands for (jansson's
+ * value, task_check, task_view_make with COPY): a view it gives must be
+ * that one, field by field and in its JSON texts; where it gives none the
+ * line goes that way, which stays the answer.  *fast: it gave one. */
+static long view_parsed, view_declined;
+
+static int line_view_agrees(const char *line, size_t n, int *fast)
+{
+    task_arena *a = task_arena_new();
+    const task_view *f = task_view_parse(a, line, n, 1);
+    json_t *t = json_loadb(line, n, JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL);
+    char *err = t ? task_check(t) : xstrdup("not JSON");
+    int ok = 1;
+    if (f) {
+        const task_view *s = err ? NULL : task_view_make(a, t, TASK_VIEW_COPY, line, n);
+        ok = s && view_matches(t, f) && f->id_len == s->id_len && same_str(f->id_json, s->id_json)
+             && same_str(f->intent_json, s->intent_json) && same_str(f->fault_types_json, s->fault_types_json)
+             && f->line_len == n && !memcmp(f->line, line, n);
+        if (!ok) fprintf(stderr, "  view of %.*s: %s\n", (int)(n < 300 ? n : 300), line, err ? err : "differs");
+    }
+    *fast = f != NULL;
+    if (f) view_parsed++;
+    else view_declined++;
+    free(err);
+    json_decref(t);
+    task_arena_free(a);
+    return ok;
+}
+
 /* The messages spoiled in way k: as they are, another reply, no calls. */
 static json_t *spoil(const json_t *msgs, int k, const char *nick)
 {
@@ -411,6 +442,13 @@ static void view_scores_as_task(void)
         CHECK(bad == NULL);
         if (bad) fprintf(stderr, "  odd %d: %s\n", i % 9, bad);
         free(bad);
+        /* the line task-gen would write, read straight into a view: every
+         * ordinary one is (odd ones may be left to jansson) */
+        char *line = json_dumps(task, HAT_JSON_FLAGS);
+        int fast = 0;
+        CHECK(line_view_agrees(line, strlen(line), &fast));
+        if (i % 9 == 0) CHECK(fast);
+        free(line);
         /* the view is made from a copy that is freed at once */
         json_t *copy = json_deep_copy(task);
         const task_view *tv = task_index_add(ix, copy, NULL, 0);
@@ -535,6 +573,150 @@ static void fast_load_every_non_ascii_place(void)
             }
 }
 
+/* Task lines edited where task_view_parse must step aside or read as
+ * jansson does: repeated keys at each level it reads, each field in
+ * another type, strings with NUL, escapes, good and bad UTF-8 in keys and
+ * values, numbers out of range where nothing is read, deep nesting where
+ * nothing is read, trailing bytes, other top-level values.  Then random
+ * byte mutations of generated tasks. */
+static void task_line_edits(void)
+{
+    static const char base[] =
+        "{\"id\":\"t-1\",\"viewer\":{\"nick\":\"mei\",\"text\":\"size for 173 cm?\"},"
+        "\"context\":{\"split\":\"train\",\"product\":\"P1\",\"mentions\":{\"height\":173},\"featured\":[\"P2\"]},"
+        "\"intent\":\"size\",\"gold\":{\"skill\":\"size\",\"calls\":[{\"function\":\"size.recommend\","
+        "\"arguments\":{\"product\":\"P1\",\"height_cm\":173,\"weight_kg\":69.5,\"fit\":null}}],"
+        "\"facts\":{\"size\":\"L\",\"price\":199,\"odd\":[1,{\"a\":2}],\"flag\":true},"
+        "\"must\":[\"address_viewer\"],\"must_not\":[\"best\",\"cheapest\"]},"
+        "\"faults\":[{\"call\":0,\"type\":\"timeout\",\"times\":1},{\"call\":0,\"type\":\"empty\",\"times\":2},"
+        "{\"call\":0,\"type\":\"timeout\",\"times\":1}]}";
+    /* each: a piece of base and what replaces it */
+    static const char *const edit[][3] = {   /* what, its replacement, "1": read as it is */
+        { "", "", "1" },                                                      /* as it is */
+        { "{\"id\":\"t-1\",", "{\"id\":\"t-0\",\"id\":\"t-1\",", "" },       /* repeated keys */
+        { "\"nick\":\"mei\",", "\"nick\":\"x\",\"nick\":\"mei\",", "" },
+        { "\"product\":\"P1\",", "\"product\":\"P1\",\"product\":\"P2\",", "" },
+        { "\"skill\":\"size\",", "\"skill\":\"size\",\"skill\":[\"a\"],", "" },
+        { "\"size\":\"L\",", "\"size\":\"L\",\"size\":\"M\",", "" },
+        { "\"size\":\"L\",", "\"size\":\"L\",\"odd\":1,", "" },
+        { "\"height_cm\":173,", "\"height_cm\":173,\"height_cm\":174,", "" },
+        { "\"call\":0,\"type\":\"timeout\",\"times\":1}]", "\"call\":0,\"call\":0,\"type\":\"timeout\",\"times\":1}]", "" },
+        { "\"split\":\"train\",", "\"split\":\"train\",\"split\":\"eval\",", "1" },   /* read nowhere: fine */
+        { "\"id\":\"t-1\"", "\"id\":1", "" },                                /* other types */
+        { "\"id\":\"t-1\"", "\"id\":\"t\\\"1\"", "" },
+        { "\"id\":\"t-1\"", "\"id\":\"t\\u00001\"", "" },
+        { "\"nick\":\"mei\"", "\"nick\":[\"mei\"]", "" },
+        { "\"viewer\":{", "\"viewer\":null,\"v\":{", "" },
+        { "\"context\":{", "\"context\":[],\"c\":{", "" },
+        { "\"product\":\"P1\"", "\"product\":7", "" },
+        { "\"intent\":\"size\"", "\"intent\":\"sizes\"", "" },
+        { "\"intent\":\"size\"", "\"intent\":null", "" },
+        { "\"skill\":\"size\"", "\"skill\":{}", "" },
+        { "\"skill\":\"size\"", "\"skill\":[\"size\",\"price\"]", "1" },
+        { "\"skill\":\"size\"", "\"skill\":[\"size\",1]", "" },
+        { "\"calls\":[", "\"calls\":{},\"c\":[", "" },
+        { "\"function\":\"size.recommend\"", "\"function\":1", "" },
+        { "\"arguments\":{", "\"arguments\":[],\"a\":{", "" },
+        { "\"weight_kg\":69.5", "\"weight_kg\":[69]", "" },
+        { "\"weight_kg\":69.5", "\"weight_kg\":6.95e1", "1" },
+        { "\"weight_kg\":69.5", "\"weight_kg\":-0", "1" },
+        { "\"price\":199", "\"price\":1e999", "" },
+        { "\"price\":199", "\"price\":99999999999999999999", "" },
+        { "\"height\":173", "\"height\":99999999999999999999", "" },
+        { "\"height\":173", "\"height\":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]", "" },
+        { "\"must\":[\"address_viewer\"]", "\"must\":\"address_viewer\"", "" },
+        { "\"must_not\":[\"best\",", "\"must_not\":[null,\"best\",", "" },
+        { "\"faults\":[", "\"faults\":{},\"f\":[", "" },
+        { "\"call\":0,\"type\":\"empty\"", "\"call\":1,\"type\":\"empty\"", "" },
+        { "\"call\":0,\"type\":\"empty\"", "\"call\":-1,\"type\":\"empty\"", "" },
+        { "\"call\":0,\"type\":\"empty\"", "\"call\":0.0,\"type\":\"empty\"", "" },
+        { "\"type\":\"empty\",\"times\":2", "\"type\":\"empty\",\"times\":0", "" },
+        { "\"type\":\"empty\"", "\"type\":\"flaky\"", "" },
+        { "\"type\":\"empty\",\"times\":2", "\"type\":\"empty\"", "" },
+        { "\"text\":\"size for 173 cm?\"", "\"text\":\"size \\u00e9 \xe6\x98\x9f \"", "1" },
+        { "\"text\":\"size for 173 cm?\"", "\"text\":\"bad \xed\xa0\x80 utf-8\"", "" },
+        { "\"text\":\"size for 173 cm?\"", "\"text\":\"over \xc0\xaf long\"", "" },
+        { "\"text\":\"size for 173 cm?\"", "\"text\":\"nul \\u0000 here\"", "" },
+        { "\"split\":\"train\"", "\"split\":\"nul \\u0000 is fine here\"", "1" },
+        { "\"split\":\"train\"", "\"sp\\u0000lit\":\"no NUL in a key\"", "" },
+        { "\"split\":\"train\"", "\"split\":\"bad \xff byte\"", "" },
+        { "\"split\":\"train\"", "\"\xe6\x98\x9f\":\"a key\"", "1" },
+        { "\"split\":\"train\"", "\"split\":\"\\ud800\"", "" },
+        { "\"split\":\"train\"", "\"split\":\"\\ud83d\\ude00\"", "" },       /* a pair: left to jansson too */
+        { "\"split\":\"train\"", "\"split\":\f\"train\"", "" },
+        { "\"size\":\"L\"", "\"\xc3\xa9\":\"L\"", "" },
+        { "{\"id\"", "[{\"id\"", "" },
+    };
+    int took = 0;
+    for (size_t k = 0; k < sizeof edit / sizeof edit[0]; k++) {
+        sbuf b;
+        sbuf_init(&b);
+        const char *at = *edit[k][0] ? strstr(base, edit[k][0]) : base;
+        CHECK(at != NULL);
+        if (!at) continue;
+        sbuf_add(&b, base, (size_t)(at - base));
+        sbuf_puts(&b, edit[k][1]);
+        sbuf_puts(&b, at + strlen(edit[k][0]));
+        if (k == sizeof edit / sizeof edit[0] - 1) sbuf_putc(&b, ']');
+        int fast = 0;
+        CHECK(line_view_agrees(b.s, b.len, &fast));
+        took += fast;
+        if (*edit[k][2] && !fast) {
+            CHECK(fast);
+            fprintf(stderr, "  edit %zu left to jansson\n", k);
+        }
+        /* trailing bytes: white space is fine, anything else is not */
+        sbuf_puts(&b, k % 2 ? " \t\r\n" : " x");
+        CHECK(line_view_agrees(b.s, b.len, &fast));
+        sbuf_free(&b);
+    }
+    CHECK(took >= 8);
+    /* random byte mutations of generated tasks */
+    world *w = world_from_json(world_generate(5, 60), "gen");
+    taskgen *g = w ? taskgen_new(w, "train") : NULL;
+    CHECK(g != NULL);
+    rng_t r;
+    rng_seed(&r, 20261207);
+    long before = view_parsed;
+    for (int i = 0; g && i < 1500; i++) {
+        json_t *task = taskgen_make(g, 9, i, NULL, 0.4);
+        char *line = json_dumps(task, HAT_JSON_FLAGS);
+        sbuf b;
+        sbuf_init(&b);
+        sbuf_puts(&b, line);
+        int fast = 0;
+        CHECK(line_view_agrees(b.s, b.len, &fast));
+        CHECK(fast);
+        for (int m = 0; m < 3; m++) {
+            mutate(&r, &b);
+            CHECK(line_view_agrees(b.s, b.len, &fast));
+        }
+        sbuf_free(&b);
+        free(line);
+        json_decref(task);
+    }
+    CHECK(view_parsed - before > 1600);   /* some mutations leave a task: they are read too */
+    taskgen_free(g);
+    world_free(w);
+}
+
+/* task_index_add_line: the view is indexed and a declined line adds
+ * nothing.  (HAT_SLOW_JSON=1, read once a process, is judge_fast.sh's.) */
+static void task_index_takes_lines(void)
+{
+    task_index *ix = task_index_new();
+    const char *good = "{\"id\":\"a\",\"viewer\":{\"nick\":\"n\",\"text\":\"t\"},\"intent\":\"greeting\","
+                       "\"gold\":{\"skill\":[]}}";
+    const char *bad = "{\"id\":\"b\",\"viewer\":{\"nick\":\"n\",\"text\":\"t\"},\"intent\":\"nope\",\"gold\":{\"skill\":[]}}";
+    CHECK(task_index_add_line(ix, good, strlen(good), 0) != NULL);
+    CHECK(task_index_add_line(ix, bad, strlen(bad), 0) == NULL);
+    CHECK_EQ_INT((long long)task_index_size(ix), 1);
+    CHECK(task_index_get(ix, "a") != NULL && task_index_get(ix, "a")->line == NULL);
+    CHECK(task_index_get(ix, "b") == NULL);
+    CHECK_STR(task_index_get(ix, "a")->intent_json, "\"greeting\"");
+    task_index_free(ix);
+}
+
 int main(void)
 {
     RUN(view_scores_as_task);
@@ -545,6 +727,9 @@ int main(void)
     RUN(fast_load_takes_ordinary_lines);
     RUN(fast_load_every_non_ascii_place);
     RUN(reader_keeps_line_text);
+    RUN(task_line_edits);
+    RUN(task_index_takes_lines);
     fprintf(stderr, "fast path taken %ld times, jansson alone %ld times\n", fast_taken, slow_only);
+    fprintf(stderr, "task lines read into views %ld times, left to jansson %ld times\n", view_parsed, view_declined);
     TEST_MAIN_END();
 }
