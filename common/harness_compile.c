@@ -126,6 +126,7 @@ char *harness_limits_broken(const harness_limits *L, const char *text)
 typedef struct {
     const json_t *v;
     const char   *name, *function;
+    harness_tool  tool;          /* tools only */
 } entry;
 
 typedef struct {
@@ -145,14 +146,35 @@ struct harness_compiled {
     int            has_reply_skill;
 };
 
-static void index_list(index_t *x, const json_t *list)
+/* A tool's parameters.properties, in order, as read at each call. */
+static void tool_params(harness_tool *t, const json_t *tool)
+{
+    const json_t *schema = json_object_get(tool, "parameters"), *props = json_object_get(schema, "properties");
+    t->json = tool;
+    t->function = json_string_value(json_object_get(tool, "function"));
+    t->required = json_object_get(schema, "required");
+    t->nparams = json_object_size(props);
+    harness_prop *p = t->nparams ? xcalloc(t->nparams, sizeof *p) : NULL;
+    size_t i = 0;
+    const char *k;
+    json_t *v;
+    json_object_foreach((json_t *)props, k, v)
+        p[i++] = (harness_prop){ k, json_string_value(json_object_get(v, "type")),
+                                  json_string_value(json_object_get(v, "x-function")),
+                                  json_object_get(v, "minimum"), json_object_get(v, "maximum"),
+                                  json_object_get(v, "enum") };
+    t->params = p;
+}
+
+static void index_list(index_t *x, const json_t *list, int tools)
 {
     x->n = json_array_size(list);
     x->e = xcalloc(x->n + 1, sizeof *x->e);
     for (size_t i = 0; i < x->n; i++) {
         const json_t *v = json_array_get(list, i);
         x->e[i] = (entry){ v, json_string_value(json_object_get(v, "name")),
-                           json_string_value(json_object_get(v, "function")) };
+                           json_string_value(json_object_get(v, "function")), { 0 } };
+        if (tools) tool_params(&x->e[i].tool, v);
     }
 }
 
@@ -218,8 +240,8 @@ harness_compiled *harness_compile(const json_t *h, json_t **warnings, char **err
     c->canon_len = strlen(c->canon);
     c->hash = fnv1a(c->canon, c->canon_len);
     harness_resolve_limits(h, &c->lim);
-    index_list(&c->tools, json_object_get(h, "tools"));
-    index_list(&c->skills, json_object_get(h, "skills"));
+    index_list(&c->tools, json_object_get(h, "tools"), 1);
+    index_list(&c->skills, json_object_get(h, "skills"), 0);
     c->hooks = json_object_get(h, "hooks");
     c->banned = json_object_get(json_object_get(c->hooks, "reply_filter"), "banned");
     c->retry_on = json_object_get(json_object_get(c->hooks, "tool_retry"), "retry_on");
@@ -235,6 +257,7 @@ harness_compiled *harness_compile(const json_t *h, json_t **warnings, char **err
 void harness_compiled_free(harness_compiled *c)
 {
     if (!c) return;
+    for (size_t i = 0; i < c->tools.n; i++) free((void *)c->tools.e[i].tool.params);
     free(c->tools.e);
     free(c->skills.e);
     free(c->canon);
@@ -253,6 +276,20 @@ int harness_compiled_same(const harness_compiled *a, const harness_compiled *b)
 }
 
 const json_t *harness_compiled_tool(const harness_compiled *c, const char *name) { return c ? find(&c->tools, name, 0) : NULL; }
+const harness_tool *harness_compiled_tool_view(const harness_compiled *c, const char *name)
+{
+    for (size_t i = 0; c && name && i < c->tools.n; i++)
+        if (c->tools.e[i].name && !strcmp(c->tools.e[i].name, name)) return &c->tools.e[i].tool;
+    return NULL;
+}
+
+const harness_prop *harness_tool_prop(const harness_tool *t, const char *name)
+{
+    for (size_t i = 0; t && name && i < t->nparams; i++)
+        if (!strcmp(t->params[i].name, name)) return &t->params[i];
+    return NULL;
+}
+
 const json_t *harness_compiled_tool_for(const harness_compiled *c, const char *fn) { return c ? find(&c->tools, fn, 1) : NULL; }
 const json_t *harness_compiled_skill(const harness_compiled *c, const char *name) { return c ? find(&c->skills, name, 0) : NULL; }
 const json_t *harness_compiled_skill_for(const harness_compiled *c, const char *fn) { return c ? find(&c->skills, fn, 1) : NULL; }

@@ -72,6 +72,24 @@ uint64_t harness_compiled_hash(const harness_compiled *c);
 int      harness_compiled_same(const harness_compiled *a, const harness_compiled *b);
 const harness_limits *harness_compiled_limits(const harness_compiled *c);
 
+/* A tool as a call is checked against it: parameters.properties in order
+ * (each one's type and x-function, NULL when not strings, and its
+ * minimum, maximum and enum as they stand, NULL when absent) and
+ * parameters.required (borrowed, as it stands). */
+typedef struct {
+    const char   *name, *type, *x_function;
+    const json_t *minimum, *maximum, *allowed;
+} harness_prop;
+typedef struct {
+    const json_t        *json;       /* the tool */
+    const char          *function;
+    const json_t        *required;
+    const harness_prop *params;
+    size_t               nparams;
+} harness_tool;
+/* The first tool named name (NULL when none), and its parameter name. */
+const harness_tool  *harness_compiled_tool_view(const harness_compiled *c, const char *name);
+const harness_prop *harness_tool_prop(const harness_tool *t, const char *name);
 /* Lookups by index (borrowed; NULL when absent). */
 const json_t *harness_compiled_tool(const harness_compiled *c, const char *name);
 const json_t *harness_compiled_tool_for(const harness_compiled *c, const char *function);

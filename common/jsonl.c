@@ -692,10 +692,8 @@ char *json_compact(const json_t *v)
 json_t *json_str(const char *s)
 {
     if (!s) return NULL;
-    unsigned char high = 0;
-    size_t n = 0;
-    for (; s[n]; n++) high |= (unsigned char)s[n];
-    return high & 0x80 ? json_stringn(s, n) : json_stringn_nocheck(s, n);
+    size_t n = strlen(s);
+    return json_ascii(s, n) ? json_stringn_nocheck(s, n) : json_stringn(s, n);
 }
 
 json_t *json_copy_containers(const json_t *v)

@@ -207,7 +207,7 @@ judge *judge_new(const world *w, const json_t *config, char **err)
         const char *st = json_string_value(json_object_get(o, "status"));
         if (st && !json_object_get(seen, st)) {
             json_object_set_new(seen, st, json_true());
-            json_array_append_new(j->statuses, json_string(st));
+            json_array_append_new(j->statuses, json_str(st));
         }
     }
     json_decref(seen);
@@ -1960,6 +1960,15 @@ static int care_said(ctx *x, const char *care, const rnum *nums, int nn, char *w
     return 1;
 }
 
+/* A gold fact's value as a reason shows it (into buf, returned): made
+ * only for a reason, since most facts are stated right. */
+static const char *fact_text(const task_view_fact *v, char *buf, size_t bn)
+{
+    if (!v->str) snprintf(buf, bn, "%.15g", v->num);
+    else snprintf(buf, bn, "%s", v->str);
+    return buf;
+}
+
 /* Checks every gold fact; returns how many were stated right. */
 static int check_facts(ctx *x, const rnum *nums, int nn)
 {
@@ -1993,8 +2002,6 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
             continue;
         }
         int present = v->str ? states_fact(x, v->str) : has_fact_number(nums, nn, v->num, fact_unit(k));
-        if (!v->str) snprintf(val, sizeof val, "%.15g", v->num);   /* for the reason */
-        else snprintf(val, sizeof val, "%s", v->str);
         if (!strcmp(k, "status") && v->str) {
             /* an order's progress in other words ("on its way" for in
              * transit); a stage the tool did not give is wrong ("handed
@@ -2022,7 +2029,7 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
             /* some items of a list fact ("zinc oxide" of "zinc oxide, aloe
              * vera"): the question answered in part */
             x->no_deduction = 1;
-            reason(x, "fact_missing", JUDGE_EFFECTIVENESS, "%s: only part of %s stated", k, val);
+            reason(x, "fact_missing", JUDGE_EFFECTIVENESS, "%s: only part of %s stated", k, fact_text(v, val, sizeof val));
             missing++;
             partly = 1;
             continue;
@@ -2055,6 +2062,7 @@ static int check_facts(ctx *x, const rnum *nums, int nn)
          * clause that names no variant ("blue standard? loads of them") */
         if (!c && !strcmp(k, "stock") && v->num > 0 && v->num < WORLD_LOW_STOCK && stock_words(x->tf) == 2)
             c = "plenty";
+        fact_text(v, val, sizeof val);
         if (c) { reason(x, "fact_wrong", JUDGE_ACCURACY, "%s: the reply says %s, the tools say %s", k, c, val); wrong++; }
         else { x->no_deduction = 1; reason(x, "fact_missing", JUDGE_EFFECTIVENESS, "%s %s not stated", k, val); missing++; }
     }
@@ -2851,7 +2859,7 @@ static void check_skills(ctx *x)
         if (o && !strcmp(o, "unknown_skill")) reason(x, "unknown_skill", JUDGE_SKILLS, "no skill named '%s'", sget(c, "skill"));
         if (!o || strcmp(o, "skill")) continue;
         const json_t *sk = sim_skill_by_name(x->j->s, sget(c, "skill"));
-        json_array_append_new(loaded, json_string(sget(c, "function") ? sget(c, "function") : ""));
+        json_array_append_new(loaded, json_str(sget(c, "function") ? sget(c, "function") : ""));
         reply_loaded |= is_reply_skill(sk);
         const char *fn = sget(c, "function");
         if (fn && !strcmp(fn, "distractor")) reason(x, "distractor_skill", JUDGE_SKILLS, "loaded distractor skill '%s'", sget(c, "skill"));
@@ -2900,7 +2908,7 @@ static void score(ctx *x)
         reason(x, "cot_over_budget", -1, "%d reasoning tokens, budget %g", out->cot_tokens, j->cot_budget);
         /* counted as a penalty, not a deduction: name its component */
         json_object_set_new(json_array_get(out->reasons, json_array_size(out->reasons) - 1), "component",
-                            json_string("cot_penalty"));
+                            json_str("cot_penalty"));
     }
     out->score[JUDGE_ACCURACY] = x->ded[JUDGE_ACCURACY] > 0 ? 0 : 1;
     out->score[JUDGE_EFFECTIVENESS] = floor(clamp01(1 - x->ded[JUDGE_EFFECTIVENESS]) * 2 + 1e-9) / 2;

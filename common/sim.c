@@ -216,7 +216,7 @@ static json_t *skill_text(sim *s, const json_t *skill)
     for (int i = 0; i < s->nskill_cache; i++)
         if (s->skill_key[i] == skill) return json_incref(s->skill_text[i]);
     char *t = harness_skill_text(s->h, skill);
-    json_t *v = json_string(t);
+    json_t *v = json_str(t);
     free(t);
     if (v && s->nskill_cache < SIM_MAX_SKILLS) {
         s->skill_key[s->nskill_cache] = skill;
@@ -266,7 +266,7 @@ const json_t *sim_record(const sim *s) { return s->rec; }
 static void event(sim *s, const char *hookname, const char *k1, json_t *v1)
 {
     json_t *e = json_object();
-    json_object_set_new_nocheck(e, "hook", json_string(hookname));
+    json_object_set_new_nocheck(e, "hook", json_str(hookname));
     if (k1) json_object_set_new(e, k1, v1);
     json_array_append_new(s->events, e);
 }
@@ -339,7 +339,7 @@ json_t *sim_begin_view(sim *s, const task_view *t)
     begin_record(s, t, t->id ? json_stringn_nocheck(t->id, t->id_len) : NULL);
     for (size_t i = 0; i < t->nfaults; i++) {
         const task_view_fault *f = &t->faults[i];
-        json_t *call = json_integer(f->call), *type = f->type ? json_string(f->type) : NULL, *times = json_integer(f->times);
+        json_t *call = json_integer(f->call), *type = f->type ? json_str(f->type) : NULL, *times = json_integer(f->times);
         json_array_append_new(s->faults, fault_record(s, call, type, times, f->type, f->times));
         json_decref(call);
         json_decref(type);
@@ -375,8 +375,8 @@ static json_t *viewer_message(sim *s, const char *nick, const char *text)
     }
     json_t *m = json_object();
     json_object_set_new_nocheck(m, "role", json_string_nocheck("user"));
-    json_object_set_new_nocheck(m, "content", json_string(b.s));
-    if (flagged) json_object_set_new_nocheck(m, "hook", json_string("input_check"));
+    json_object_set_new_nocheck(m, "content", json_str(b.s));
+    if (flagged) json_object_set_new_nocheck(m, "hook", json_str("input_check"));
     sbuf_free(&b);
     return m;
 }
@@ -413,33 +413,30 @@ static int type_ok(const char *t, const json_t *v)
 }
 
 /* NULL when args fit the schema, else the error (malloc'd). */
-static char *validate(const json_t *schema, const json_t *args)
+static char *validate(const harness_tool *tool, const json_t *args)
 {
     if (!json_is_object(args)) return xstrdup("arguments must be a JSON object");
-    const json_t *props = json_object_get(schema, "properties");
     size_t i;
     json_t *r;
-    json_array_foreach(json_object_get(schema, "required"), i, r)
+    json_array_foreach(tool->required, i, r)
         if (json_is_string(r) && !json_object_get(args, json_string_value(r)))
             return xasprintf("missing required argument '%s'", json_string_value(r));
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)args, k, v) {
-        const json_t *p = json_object_get(props, k);
+        const harness_prop *p = harness_tool_prop(tool, k);
         if (!p) return xasprintf("unknown argument '%s'", k);
-        const char *t = json_string_value(json_object_get(p, "type"));
-        if (!type_ok(t, v)) return xasprintf("argument '%s' must be %s", k, type_word(t));
-        const json_t *mn = json_object_get(p, "minimum"), *mx = json_object_get(p, "maximum");
+        if (!type_ok(p->type, v)) return xasprintf("argument '%s' must be %s", k, type_word(p->type));
+        const json_t *mn = p->minimum, *mx = p->maximum;
         if (json_is_number(v) && json_is_number(mn) && json_number_value(v) < json_number_value(mn))
             return xasprintf("argument '%s' must be at least %g", k, json_number_value(mn));
         if (json_is_number(v) && json_is_number(mx) && json_number_value(v) > json_number_value(mx))
             return xasprintf("argument '%s' must be at most %g", k, json_number_value(mx));
-        const json_t *en = json_object_get(p, "enum");
-        if (json_is_array(en)) {
+        if (json_is_array(p->allowed)) {
             int found = 0;
             size_t j;
             json_t *e;
-            json_array_foreach(en, j, e) found |= json_equal(e, v);
+            json_array_foreach(p->allowed, j, e) found |= json_equal(e, v);
             if (!found) return xasprintf("argument '%s' is not one of the allowed values", k);
         }
     }
@@ -447,14 +444,14 @@ static char *validate(const json_t *schema, const json_t *args)
 }
 
 /* Arguments keyed by x-function (the names the world understands). */
-static json_t *by_function(const json_t *schema, const json_t *args)
+static json_t *by_function(const harness_tool *tool, const json_t *args)
 {
-    const json_t *props = json_object_get(schema, "properties");
     json_t *out = json_object();
     const char *k;
     json_t *v;
     json_object_foreach((json_t *)args, k, v) {
-        const char *x = json_string_value(json_object_get(json_object_get(props, k), "x-function"));
+        const harness_prop *p = harness_tool_prop(tool, k);
+        const char *x = p ? p->x_function : NULL;
         json_object_set(out, x ? x : k, v);
     }
     return out;
@@ -570,10 +567,10 @@ static const char *inject(sim *s, long gold, json_t *callrec)
             /* Unresolved within the allowed retries: it stays failed. */
             int unresolved = times > s->lim->max_retries;
             fail = a <= times || unresolved;
-            if (unresolved && a > s->lim->max_retries + 1) event(s, "tool_retry", "detail", json_string("retry_limit"));
+            if (unresolved && a > s->lim->max_retries + 1) event(s, "tool_retry", "detail", json_str("retry_limit"));
         } else {
             fail = 1;
-            if (a > 1) event(s, "tool_retry", "detail", json_string("retry_not_allowed"));
+            if (a > 1) event(s, "tool_retry", "detail", json_str("retry_not_allowed"));
         }
         if (fail) {
             json_object_set_new_nocheck(fr, "failed", json_integer(json_integer_value(json_object_get(fr, "failed")) + 1));
@@ -608,7 +605,7 @@ static const fault_answer *fault_answer_of(sim *s, const char *name, const char 
     size_t cap = 0;
     f->name = xstrdup(name);
     f->type = xstrdup(type);
-    f->text = json_string(text);
+    f->text = json_str(text);
     f->num = NULL;
     f->nnum = 0;
     numbers(text, 0, &f->num, &f->nnum, &cap);
@@ -635,13 +632,13 @@ static void add_evidence_numbers(sim *s, const double *num, size_t n)
  * not UTF-8. */
 static json_t *tool_msg_json(const char *name, json_t *content, const char *hookname)
 {
-    json_t *n = name ? json_string(name) : NULL;
+    json_t *n = name ? json_str(name) : NULL;
     if (!n || !content) { json_decref(n); json_decref(content); return NULL; }
     json_t *m = json_object();
     json_object_set_new_nocheck(m, "role", json_string_nocheck("tool"));
     json_object_set_new_nocheck(m, "name", n);
     json_object_set_new_nocheck(m, "content", content);
-    if (hookname) json_object_set_new_nocheck(m, "hook", json_string(hookname));
+    if (hookname) json_object_set_new_nocheck(m, "hook", json_str(hookname));
     return m;
 }
 
@@ -663,7 +660,7 @@ static void tool_parts(tool_reply *r, const char *name, json_t *content, const c
 
 static void tool_text(tool_reply *r, const char *name, const char *content, const char *hookname)
 {
-    tool_parts(r, name, content ? json_string(content) : NULL, hookname);
+    tool_parts(r, name, content ? json_str(content) : NULL, hookname);
 }
 
 static void refuse(sim *s, const char *name, const char *error, json_t *callrec, const char *outcome, tool_reply *r)
@@ -672,9 +669,9 @@ static void refuse(sim *s, const char *name, const char *error, json_t *callrec,
     char *text = harness_hook_message(s->h, "tool_args_check", "message", vars);
     json_decref(vars);
     if (!text) text = xasprintf("Invalid arguments for %s: %s", name, error);
-    json_object_set_new_nocheck(callrec, "outcome", json_string(outcome));
-    json_object_set_new_nocheck(callrec, "error", json_string(error));
-    event(s, "tool_args_check", "error", json_string(error));
+    json_object_set_new_nocheck(callrec, "outcome", json_str(outcome));
+    json_object_set_new_nocheck(callrec, "error", json_str(error));
+    event(s, "tool_args_check", "error", json_str(error));
     tool_text(r, name, text, "tool_args_check");
     free(text);
 }
@@ -693,12 +690,12 @@ static void load_skill(sim *s, const json_t *args, json_t *callrec, tool_reply *
     }
     const char *want = json_string_value(json_object_get(args, s->loader_arg));
     const json_t *sk = sim_skill_by_name(s, want);
-    json_object_set_new_nocheck(callrec, "skill", json_string(want));
+    json_object_set_new_nocheck(callrec, "skill", json_str(want));
     if (!sk) {
         char *msg = xasprintf("no skill named '%s'", want);
         char *text = harness_format_error(s->h, name, "empty", msg);
-        json_object_set_new_nocheck(callrec, "outcome", json_string("unknown_skill"));
-        event(s, "skill_loader", "error", json_string(msg));
+        json_object_set_new_nocheck(callrec, "outcome", json_str("unknown_skill"));
+        event(s, "skill_loader", "error", json_str(msg));
         tool_text(r, name, text, NULL);
         free(msg);
         free(text);
@@ -706,9 +703,9 @@ static void load_skill(sim *s, const json_t *args, json_t *callrec, tool_reply *
     }
     const char *fn = json_string_value(json_object_get(sk, "function"));
     const char *kind = json_string_value(json_object_get(sk, "kind"));
-    json_object_set_new_nocheck(callrec, "outcome", json_string("skill"));
-    json_object_set_new_nocheck(callrec, "function", json_string(fn ? fn : ""));
-    json_array_append_new(s->skills, json_string(fn ? fn : ""));
+    json_object_set_new_nocheck(callrec, "outcome", json_str("skill"));
+    json_object_set_new_nocheck(callrec, "function", json_str(fn ? fn : ""));
+    json_array_append_new(s->skills, json_str(fn ? fn : ""));
     if (kind && !strcmp(kind, "reply")) s->reply_loaded = 1;
     tool_parts(r, name, skill_text(s, sk), NULL);
 }
@@ -819,7 +816,7 @@ static const answer *world_answer(sim *s, const char *name, const char *fn, cons
     a->ok = rc == 1;
     a->result = rc == 1 ? result : NULL;
     a->error = rc == 1 ? NULL : msg;
-    a->text = json_string(text);
+    a->text = json_str(text);
     size_t cap = 0;
     numbers(text, 0, &a->num, &a->nnum, &cap);
     free(text);
@@ -841,7 +838,7 @@ static void tool_call(sim *s, const char *name, const json_t *arguments, tool_re
     name = name ? name : "";
     json_t *callrec = json_object();
     json_object_set_new_nocheck(callrec, "turn", json_integer(s->turns));
-    json_object_set_new_nocheck(callrec, "name", json_string(name));
+    json_object_set_new_nocheck(callrec, "name", json_str(name));
     json_object_set_new_nocheck(callrec, "function", json_null());
     json_object_set_nocheck(callrec, "arguments", arguments ? (json_t *)arguments : json_null());
     json_array_append_new(s->calls, callrec);
@@ -852,7 +849,7 @@ static void tool_call(sim *s, const char *name, const json_t *arguments, tool_re
     }
     s->tool_calls++;
     json_object_set_new_nocheck(s->rec, "tool_calls", json_integer(s->tool_calls));
-    const json_t *tool = sim_tool_by_name(s, name);
+    const harness_tool *tool = harness_compiled_tool_view(s->hc, name);
     if (!tool) {
         char *e = xasprintf("no tool named '%s'", name);
         refuse(s, name, e, callrec, "unknown_tool", r);
@@ -860,10 +857,9 @@ static void tool_call(sim *s, const char *name, const json_t *arguments, tool_re
         json_decref(parsed);
         return;
     }
-    const char *fn = json_string_value(json_object_get(tool, "function"));
-    json_object_set_new_nocheck(callrec, "function", json_string(fn ? fn : ""));
-    const json_t *schema = json_object_get(tool, "parameters");
-    char *err = parsed || !json_is_string(arguments) ? validate(schema, arguments)
+    const char *fn = tool->function;
+    json_object_set_new_nocheck(callrec, "function", json_str(fn ? fn : ""));
+    char *err = parsed || !json_is_string(arguments) ? validate(tool, arguments)
                                                      : xstrdup("arguments are not valid JSON");
     if (err) {
         refuse(s, name, err, callrec, "invalid", r);
@@ -871,23 +867,23 @@ static void tool_call(sim *s, const char *name, const json_t *arguments, tool_re
         json_decref(parsed);
         return;
     }
-    json_t *args = by_function(schema, arguments);
+    json_t *args = by_function(tool, arguments);
     json_object_set_nocheck(callrec, "args", args);
     long gold = gold_index(s, fn, args);
     json_object_set_new_nocheck(callrec, "gold", json_integer(gold));
     const char *fault = gold >= 0 ? inject(s, gold, callrec) : NULL;
     if (fault) {
         const fault_answer *fa = fault_answer_of(s, name, fault);
-        json_object_set_new_nocheck(callrec, "outcome", json_string("fault"));
-        json_object_set_new_nocheck(callrec, "fault", json_string(fault));
+        json_object_set_new_nocheck(callrec, "outcome", json_str("fault"));
+        json_object_set_new_nocheck(callrec, "fault", json_str(fault));
         if (fa->text) json_array_append(s->evidence, fa->text);
         add_evidence_numbers(s, fa->num, fa->nnum);
         tool_parts(r, name, fa->text ? json_incref(fa->text) : NULL, NULL);
     } else {
         const answer *an = world_answer(s, name, fn, args);
-        json_object_set_new_nocheck(callrec, "outcome", json_string(an->ok ? "ok" : "error"));
+        json_object_set_new_nocheck(callrec, "outcome", json_str(an->ok ? "ok" : "error"));
         if (an->ok) s->last_result = json_incref(an->result);
-        else json_object_set_new_nocheck(callrec, "error", json_string(an->error));
+        else json_object_set_new_nocheck(callrec, "error", json_str(an->error));
         json_array_append(s->evidence, an->text);
         add_evidence_numbers(s, an->num, an->nnum);
         tool_parts(r, name, json_incref(an->text), NULL);
@@ -912,7 +908,7 @@ json_t *sim_tool_content(sim *s, const char *name, const json_t *arguments, cons
     int named = r.name != NULL;
     for (const unsigned char *p = (const unsigned char *)r.name; named && *p; p++)
         if (*p >= 0x80) {
-            json_t *n = json_string(r.name);
+            json_t *n = json_str(r.name);
             named = n != NULL;
             json_decref(n);
             break;
@@ -1183,11 +1179,11 @@ char *sim_unsupported(sim *s, const char *reply)
 
 static json_t *hook_msg(const char *hookname, const char *text)
 {
-    json_t *m = json_object(), *c = json_string(text);
+    json_t *m = json_object(), *c = json_str(text);
     if (!c) { json_decref(m); return NULL; }
     json_object_set_new_nocheck(m, "role", json_string_nocheck("user"));
     json_object_set_new_nocheck(m, "content", c);
-    json_object_set_new_nocheck(m, "hook", json_string(hookname));
+    json_object_set_new_nocheck(m, "hook", json_str(hookname));
     return m;
 }
 
@@ -1200,7 +1196,7 @@ static const char *reply_checks(sim *s, const char *text, json_t *fails, json_t 
     json_t *vars;
 #define FAIL(hookname, field) do { \
         if (!fails) { json_decref(vars); return hookname; } \
-        json_array_append_new(fails, json_string(hookname)); \
+        json_array_append_new(fails, json_str(hookname)); \
         if (!*first) { char *msg = harness_hook_message(s->h, hookname, field, vars); \
             *first = hook_msg(hookname, msg ? msg : hookname); free(msg); firsthook = hookname; } \
         json_decref(vars); } while (0)
@@ -1248,7 +1244,7 @@ json_t *sim_reply(sim *s, const char *text)
     json_array_foreach(fails, i, f) event(s, json_string_value(f), "reply", json_integer((json_int_t)json_array_size(s->replies)));
     /* {"text","accepted","hooks"}, or nothing where json_pack would
      * have failed (text not UTF-8) */
-    json_t *t = json_string(text), *r = NULL;
+    json_t *t = json_str(text), *r = NULL;
     if (t) {
         r = json_object();
         json_object_set_new_nocheck(r, "text", t);
