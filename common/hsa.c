@@ -446,6 +446,7 @@ static int reader_fill(hsa_reader *r)
     }
     if (got == 0) { r->eof = 1; return 0; }
     r->end += (size_t)got;
+    r->buf[r->end] = 0;                       /* stops reader_segment's strchrnul */
     return 1;
 }
 
@@ -454,11 +455,18 @@ static int reader_fill(hsa_reader *r)
  * split here cost a fraction of gzgets, which copies each line and was
  * a twentieth of judge's run.  A line of JSONL_MAX_LINE - 1 bytes or
  * more is refused, as the gzgets loop refused it. */
-static int reader_segment(hsa_reader *r, size_t *a, size_t *b)
+static int reader_segment(hsa_reader *r, size_t *a, size_t *b, int *nul)
 {
     size_t from = r->beg;
+    *nul = 0;
     for (;;) {
-        const char *nl = memchr(r->buf + from, '\n', r->end - from);
+        /* one pass for the newline and a NUL byte before it (the buffer
+         * ends in a NUL); only a line that holds one is searched again */
+        const char *nl = r->end > from ? strchrnul(r->buf + from, '\n') : NULL;
+        if (nl && nl < r->buf + r->end && !*nl) {
+            *nul = 1;
+            nl = memchr(nl, '\n', (size_t)(r->buf + r->end - nl));
+        } else if (nl == r->buf + r->end) nl = NULL;
         if (nl) {
             *a = r->beg;
             *b = (size_t)(nl - r->buf) + 1;
@@ -486,7 +494,8 @@ int hsa_reader_line(hsa_reader *r, const char **line, size_t *len, long *lineno)
 {
     for (;;) {
         size_t a, b;
-        int k = reader_segment(r, &a, &b);
+        int nul;
+        int k = reader_segment(r, &a, &b, &nul);
         if (k <= 0) return k;
         char *s = r->buf + a;
         size_t n = b - a;
@@ -494,12 +503,12 @@ int hsa_reader_line(hsa_reader *r, const char **line, size_t *len, long *lineno)
          * which then dropped the rest of it and went on with the next
          * line as its continuation: kept so, since bad lines are
          * reported with their column. */
-        const char *z = memchr(s, 0, n);
+        const char *z = nul ? memchr(s, 0, n) : NULL;
         if (z) {
             sbuf_reset(&r->join);
             for (;;) {
                 sbuf_add(&r->join, s, (size_t)(z - s));
-                if ((k = reader_segment(r, &a, &b)) < 0) return -1;
+                if ((k = reader_segment(r, &a, &b, &nul)) < 0) return -1;
                 if (k == 0) break;
                 s = r->buf + a;
                 n = b - a;

@@ -9,6 +9,7 @@
 #include "harness_compile.h"
 #include "jsonl.h"
 #include "judge.h"
+#include "rng.h"
 #include "sim.h"
 #include "tasks.h"
 #include "teacher.h"
@@ -797,6 +798,86 @@ static void hidden_and_abandoned_retries(void)
     world_free(w);
 }
 
+/* hsa_reader_line against a model of the gzgets loop it replaced, on
+ * lines from empty to 2.5 MB (across its 1 MB reads), with NUL bytes
+ * anywhere (one ends the line's text; the next physical line goes on
+ * from there), CR, spaces and tabs at the ends, blank lines, and a last
+ * line with and without its newline. */
+static void reader_lines_as_gzgets_read_them(void)
+{
+    rng_t r;
+    rng_seed(&r, 20261207);
+    for (int round = 0; round < 6; round++) {
+        sbuf f;
+        sbuf_init(&f);
+        int nl = 40 + (int)rng_below(&r, 40);
+        for (int i = 0; i < nl; i++) {
+            size_t n = rng_chance(&r, 0.1) ? 300000 + rng_below(&r, 2200000) : rng_below(&r, 3000);
+            if (rng_chance(&r, 0.1)) n = 0;
+            for (size_t k = 0; k < n; k++) {
+                double u = rng_uniform(&r);
+                sbuf_putc(&f, u < 0.00005 || (n < 3000 && u < 0.0003) ? 0 : u < 0.01 ? ' ' : u < 0.015 ? '\t' : (char)('a' + k % 26));
+            }
+            if (rng_chance(&r, 0.2)) sbuf_puts(&f, " \t");
+            if (rng_chance(&r, 0.2)) sbuf_putc(&f, '\r');
+            if (i + 1 < nl || round % 2) sbuf_putc(&f, '\n');
+        }
+        /* the model: physical lines; a NUL cuts one and joins what follows */
+        sbuf want;
+        sbuf_init(&want);
+        size_t at = 0, nwant = 0;
+        while (at < f.len) {
+            sbuf line;
+            sbuf_init(&line);
+            for (;;) {
+                size_t e = at;
+                while (e < f.len && f.s[e] != '\n') e++;
+                size_t end = e < f.len ? e + 1 : e;
+                const char *z = memchr(f.s + at, 0, end - at);
+                sbuf_add(&line, f.s + at, z ? (size_t)(z - (f.s + at)) : end - at);
+                at = end;
+                if (!z || at >= f.len) break;
+            }
+            size_t n = line.len, st = 0;
+            while (n && strchr("\n\r \t", line.s[n - 1])) n--;
+            while (st < n && (line.s[st] == ' ' || line.s[st] == '\t')) st++;
+            if (st < n) {
+                sbuf_add(&want, line.s + st, n - st);
+                sbuf_putc(&want, '\n');
+                nwant++;
+            }
+            sbuf_free(&line);
+        }
+        char path[1100];
+        snprintf(path, sizeof path, "%s/lines%d.txt", test_tmpdir(), round);
+        FILE *fp = fopen(path, "wb");
+        CHECK(fp && fwrite(f.s, 1, f.len, fp) == f.len);
+        if (fp) fclose(fp);
+        hsa_reader *rd = hsa_reader_open(path);
+        CHECK(rd != NULL);
+        sbuf got;
+        sbuf_init(&got);
+        const char *line;
+        size_t len, ngot = 0;
+        long ln;
+        int k;
+        while (rd && (k = hsa_reader_line(rd, &line, &len, &ln)) == 1) {
+            CHECK(line[len] == 0);
+            sbuf_add(&got, line, len);
+            sbuf_putc(&got, '\n');
+            ngot++;
+        }
+        hsa_reader_close(rd);
+        CHECK_EQ_INT((long long)ngot, (long long)nwant);
+        CHECK(got.len == want.len && !memcmp(got.s, want.s, got.len));
+        if (t_failed_here) fprintf(stderr, "  round %d: %zu lines, %zu wanted\n", round, ngot, nwant);
+        sbuf_free(&got);
+        sbuf_free(&want);
+        sbuf_free(&f);
+        remove(path);
+    }
+}
+
 int main(void)
 {
     RUN(template_match_and_keys);
@@ -809,5 +890,6 @@ int main(void)
     RUN(long_reply_constrains_max_chars);
     RUN(same_seed_same_bytes_and_mix);
     RUN(hidden_and_abandoned_retries);
+    RUN(reader_lines_as_gzgets_read_them);
     TEST_MAIN_END();
 }
