@@ -568,18 +568,14 @@ static int vp_finish(vparse *p, const char *line, size_t len, int keep_line)
     sbuf_putc(&b, ']');
     t->fault_types_json = arena_strn(p->a, b.s, b.len);
     sbuf_free(&b);
-    t->skills = arena_dup(p->a, p->skills, p->nskills, sizeof *p->skills);
-    t->nskills = p->nskills;
-    t->must = arena_dup(p->a, p->must, p->nmust, sizeof *p->must);
-    t->nmust = p->nmust;
-    t->must_not = arena_dup(p->a, p->must_not, p->nmust_not, sizeof *p->must_not);
-    t->nmust_not = p->nmust_not;
-    t->facts = arena_dup(p->a, p->facts, p->nfacts, sizeof *p->facts);
-    t->nfacts = p->nfacts;
-    t->faults = arena_dup(p->a, p->faults, p->nfaults, sizeof *p->faults);
-    t->nfaults = p->nfaults;
-    t->calls = arena_dup(p->a, p->calls, p->ncalls, sizeof *p->calls);
-    t->ncalls = p->ncalls;
+#define VP_LIST(f, nf) (t->f = arena_dup(p->a, p->f, p->nf, sizeof *p->f), t->nf = p->nf)
+    VP_LIST(skills, nskills);
+    VP_LIST(must, nmust);
+    VP_LIST(must_not, nmust_not);
+    VP_LIST(facts, nfacts);
+    VP_LIST(faults, nfaults);
+    VP_LIST(calls, ncalls);
+#undef VP_LIST
     for (size_t i = 0; i < p->ncalls; i++) {
         size_t a0 = p->call_args[i], a1 = i + 1 < p->ncalls ? p->call_args[i + 1] : p->nargs;
         t->calls[i].nargs = a1 - a0;
