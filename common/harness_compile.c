@@ -150,7 +150,6 @@ struct harness_compiled {
 static void tool_params(harness_tool *t, const json_t *tool)
 {
     const json_t *schema = json_object_get(tool, "parameters"), *props = json_object_get(schema, "properties");
-    t->json = tool;
     t->function = json_string_value(json_object_get(tool, "function"));
     t->required = json_object_get(schema, "required");
     t->nparams = json_object_size(props);
@@ -179,14 +178,20 @@ static void index_list(index_t *x, const json_t *list, int tools)
 }
 
 /* The first entry whose name (by_function 0) or function matches. */
-static const json_t *find(const index_t *x, const char *key, int by_function)
+static const entry *find_entry(const index_t *x, const char *key, int by_function)
 {
     if (!key) return NULL;
     for (size_t i = 0; i < x->n; i++) {
         const char *k = by_function ? x->e[i].function : x->e[i].name;
-        if (k && !strcmp(k, key)) return x->e[i].v;
+        if (k && !strcmp(k, key)) return &x->e[i];
     }
     return NULL;
+}
+
+static const json_t *find(const index_t *x, const char *key, int by_function)
+{
+    const entry *e = find_entry(x, key, by_function);
+    return e ? e->v : NULL;
 }
 
 static uint64_t fnv1a(const char *s, size_t n)
@@ -278,9 +283,8 @@ int harness_compiled_same(const harness_compiled *a, const harness_compiled *b)
 const json_t *harness_compiled_tool(const harness_compiled *c, const char *name) { return c ? find(&c->tools, name, 0) : NULL; }
 const harness_tool *harness_compiled_tool_view(const harness_compiled *c, const char *name)
 {
-    for (size_t i = 0; c && name && i < c->tools.n; i++)
-        if (c->tools.e[i].name && !strcmp(c->tools.e[i].name, name)) return &c->tools.e[i].tool;
-    return NULL;
+    const entry *e = c ? find_entry(&c->tools, name, 0) : NULL;
+    return e ? &e->tool : NULL;
 }
 
 const harness_prop *harness_tool_prop(const harness_tool *t, const char *name)

@@ -81,14 +81,13 @@ typedef struct {
     const json_t *minimum, *maximum, *allowed;
 } harness_prop;
 typedef struct {
-    const json_t        *json;       /* the tool */
     const char          *function;
     const json_t        *required;
-    const harness_prop *params;
+    const harness_prop  *params;
     size_t               nparams;
 } harness_tool;
 /* The first tool named name (NULL when none), and its parameter name. */
-const harness_tool  *harness_compiled_tool_view(const harness_compiled *c, const char *name);
+const harness_tool *harness_compiled_tool_view(const harness_compiled *c, const char *name);
 const harness_prop *harness_tool_prop(const harness_tool *t, const char *name);
 /* Lookups by index (borrowed; NULL when absent). */
 const json_t *harness_compiled_tool(const harness_compiled *c, const char *name);

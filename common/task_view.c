@@ -127,29 +127,38 @@ static void view_dump(sbuf *b, const json_t *v)
     free(d);
 }
 
-/* Whether jansson writes string v (under HAT_JSON_FLAGS: no ASCII or
- * slash escaping) as its bytes between quotes: nothing to escape. */
+/* Whether jansson writes the n bytes at s as a string (under
+ * HAT_JSON_FLAGS: no ASCII or slash escaping) as they are between
+ * quotes: nothing to escape. */
+static int plain_bytes(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == '"' || s[i] == '\\') return 0;
+    return 1;
+}
+
 static int plain_string(const json_t *v)
 {
-    if (!json_is_string(v)) return 0;
-    const unsigned char *p = (const unsigned char *)json_string_value(v);
-    for (size_t i = 0, n = json_string_length(v); i < n; i++)
-        if (p[i] < 0x20 || p[i] == '"' || p[i] == '\\') return 0;
-    return 1;
+    return json_is_string(v) && plain_bytes(json_string_value(v), json_string_length(v));
+}
+
+/* s[0..n) quoted, json_dumps's text without its allocations, when it
+ * needs no escape (plain_bytes); else NULL. */
+static const char *arena_quoted(task_arena *a, const char *s, size_t n)
+{
+    if (!plain_bytes(s, n)) return NULL;
+    char *d = arena_alloc(a, n + 3);
+    d[0] = '"';
+    memcpy(d + 1, s, n);
+    d[n + 1] = '"';
+    d[n + 2] = 0;
+    return d;
 }
 
 static const char *view_json(task_arena *a, const json_t *v)
 {
-    if (plain_string(v)) {
-        /* json_dumps's text without its allocations, for every id */
-        size_t n = json_string_length(v);
-        char *d = arena_alloc(a, n + 3);
-        d[0] = '"';
-        memcpy(d + 1, json_string_value(v), n);
-        d[n + 1] = '"';
-        d[n + 2] = 0;
-        return d;
-    }
+    const char *q = json_is_string(v) ? arena_quoted(a, json_string_value(v), json_string_length(v)) : NULL;
+    if (q) return q;                          /* every id */
     sbuf b;
     sbuf_init(&b);
     view_dump(&b, v);
@@ -532,27 +541,13 @@ static void *arena_dup(task_arena *a, const void *src, size_t n, size_t sz)
     return d;
 }
 
-/* A quoted JSON string of s when it needs no escape, else NULL. */
-static const char *vp_quoted(task_arena *a, const char *s)
-{
-    size_t n = strlen(s);
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] < 0x20 || s[i] == '"' || s[i] == '\\') return NULL;
-    char *d = arena_alloc(a, n + 3);
-    d[0] = '"';
-    memcpy(d + 1, s, n);
-    d[n + 1] = '"';
-    d[n + 2] = 0;
-    return d;
-}
-
 /* Everything task_check asks, on what was read; then the view's lists. */
 static int vp_finish(vparse *p, const char *line, size_t len, int keep_line)
 {
     task_view *t = p->t;
     if (!t->id || !t->nick || !p->intent || !p->has_gold || !p->has_skill) return 0;
-    if (!(t->id_json = vp_quoted(p->a, t->id))) return 0;
-    t->intent_json = vp_quoted(p->a, p->intent);
+    if (!(t->id_json = arena_quoted(p->a, t->id, t->id_len))) return 0;
+    t->intent_json = arena_quoted(p->a, p->intent, strlen(p->intent));
     sbuf b;
     sbuf_init(&b);
     sbuf_putc(&b, '[');
