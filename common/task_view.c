@@ -332,17 +332,18 @@ static int vp_utf8(const char *s, size_t n)
     return v != NULL;
 }
 
-/* A string the view keeps: valid, no NUL (left to jansson), copied. */
+/* A string the view keeps (vp_scalar has checked its UTF-8): copied,
+ * NULL for one with a NUL (left to jansson). */
 static const char *vp_str(vparse *p, const unsigned char *s, size_t n)
 {
-    if (memchr(s, 0, n) || !vp_utf8((const char *)s, n)) return NULL;
+    if (memchr(s, 0, n)) return NULL;
     return arena_strn(p->a, (const char *)s, n);
 }
 
 static vp_level *vp_top(vparse *p) { return &p->st[p->depth - 1]; }
 
-/* What the value starting now belongs to, for an object or array
- * (container: the frame it opens; else 0 to go on, -1 to give up). */
+/* An object or array starts: push the frame it opens (F_SKIP where the
+ * view reads nothing of it); 1 goes on, 0 gives up. */
 static int vp_open(vparse *p, int is_map)
 {
     if (p->done || p->depth == VP_DEPTH) return 0;
