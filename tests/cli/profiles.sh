@@ -89,3 +89,12 @@ has "micro: the committed look-up base" "$T/micro.plan" '^cp \.\./tests/fixtures
 plan micro PROFILE=micro LOOK= micro > "$T/micro2.plan"
 has "micro LOOK=: induction and look-up afresh" "$T/micro2.plan" 'sh tools/lookup.sh .*/micro/base.ckpt .*/micro/look.ckpt'
 fails "micro: results refused" 2 make -s -n -C "$E" OUT="$T/o" PROFILE=micro results
+# A stage that fails inside a recipe's pipe fails the recipe, and the
+# target is not made: a general-gen that refuses the split (as an older
+# build refused "dev") once left an empty dev IFEval set behind.
+mkdir -p "$T/badbin"; printf '#!/bin/sh\necho "general-gen: refused" >&2; exit 2\n' > "$T/badbin/general-gen"
+chmod +x "$T/badbin/general-gen"
+fails "a failing stage inside a pipe fails the recipe" 2 \
+    make -s -C "$E" PROFILE=small OUT="$T/pf" PATH="$T/badbin:$PATH" "$T/pf/dev/ifeval-prompts.jsonl"
+[ ! -e "$T/pf/dev/ifeval-prompts.jsonl" ] && pass "and leaves no target behind" ||
+    flunk "and leaves no target behind" "$(wc -l < "$T/pf/dev/ifeval-prompts.jsonl") lines"
