@@ -98,3 +98,11 @@ fails "a failing stage inside a pipe fails the recipe" 2 \
     make -s -C "$E" PROFILE=small OUT="$T/pf" PATH="$T/badbin:$PATH" "$T/pf/dev/ifeval-prompts.jsonl"
 [ ! -e "$T/pf/dev/ifeval-prompts.jsonl" ] && pass "and leaves no target behind" ||
     flunk "and leaves no target behind" "$(wc -l < "$T/pf/dev/ifeval-prompts.jsonl") lines"
+# results ends with issue 21's acceptance, read from the report's JSON
+has "small: results writes the acceptance lines" "$S" "jq -c --arg run out-small -f tools/acceptance.jq .*/results.json"
+jq -c --arg run e35 -f "$E/tools/acceptance.jq" "$E/results/small-e35.json" > "$T/acc35"
+has "acceptance.jq: e35's variant gap +11.3, intervals apart, missed" "$T/acc35" '"variant_gap":{"hsa":48,"fixed":36.667,"gap":11.3,"apart":true,"met":false}'
+has "acceptance.jq: e35's HSA-SFT live 0.3 under Fixed-SFT - 5, missed" "$T/acc35" '"hsa_live":{"hsa":84.667,"fixed":90,"met":false}'
+has "acceptance.jq: e35's OPD live cost 6.0 and 7.3, missed" "$T/acc35" '"opd_live_cost":{"fixed":6,"hsa":7.3,"met":false}'
+jq -c --arg run e31 -f "$E/tools/acceptance.jq" "$E/results/small.json" > "$T/acc31"
+has "acceptance.jq: e31's IFEval after OPD within 2 of the base, met" "$T/acc31" '"ifeval_opd":{"fixed_opd":8,"hsa_opd":8.667,"met":true}'
