@@ -2,7 +2,7 @@
 # comments promise (make -n: nothing runs): every profile's `results`
 # plans a report; PROFILE=small plans the learnable recipe (induction,
 # look-up with general chats, 300 cases of each set of the mini harness's
-# four intents, SFT on 1,800 worlds' sessions, HSA-SFT on harnesses named
+# four intents, SFT on 3,600 worlds' sessions, HSA-SFT on harnesses named
 # with made-up words and with HSA's train vocabulary, nine
 # models, the teacher's rows); PROFILE=micro starts
 # from the committed look-up base unless LOOK= is given; `make results
@@ -25,16 +25,16 @@ has "small: the mini harness writes its skill lines description first" "$HAT_TOP
 has "small: the mini preset" "$S" 'model-init --preset mini '
 has "small: 300 cases a set, the four intents" "$S" 'evalset .*--per-set 300 --intents price,size,order_status,greeting'
 has "small: sessions from 64 worlds" "$S" 'tools/minidata.sh .*/mini 64'
-has "small: SFT on 1,800 worlds' sessions" "$S" 'tools/minidata.sh .*/sft1800/ 1800'
-has "small: Fixed-SFT trains on them, 1,800 steps" "$S" 'sft-step --init .*/base.ckpt --data .*/sft1800/sessions.jsonl --steps 1800 '
+has "small: SFT on 3,600 worlds' sessions" "$S" 'tools/minidata.sh .*/sft3600/ 3600'
+has "small: Fixed-SFT trains on them, 3,600 steps" "$S" 'sft-step --init .*/base.ckpt --data .*/sft3600/sessions.jsonl --steps 3600 '
 grep -c '^rollout --ckpt .*--tasks-are-cases --judge' "$S" > "$T/nroll"
 has "small: nine models rolled out" "$T/nroll" '^9$'
 has "small: the teacher's rows" "$S" 'report .*--model teacher=.* --model teacher-fixed='
-has "small: HSA-SFT on 2 variants of made-up names" "$S" 'hsa-augment -k 1 --seed 12 --p-skill-id 1 --p-tools 1 --vocab .*/nonce-train .*/sft1800/sessions.jsonl'
-has "small: and one of HSA's train vocabulary" "$S" 'hsa-augment -k 1 --mix 0.25 --seed 13 -o .*/sft1800/sessions.jsonl'
-has "small: and one named from real words" "$S" 'hsa-augment -k 1 --seed 14 --p-skill-id 1 --p-tools 1 --vocab .*/words-train .*/sft1800/sessions.jsonl'
+has "small: HSA-SFT on 2 variants of made-up names" "$S" 'hsa-augment -k 1 --seed 12 --p-skill-id 1 --p-tools 1 --vocab .*/nonce-train .*/sft3600/sessions.jsonl'
+has "small: and one of HSA's train vocabulary" "$S" 'hsa-augment -k 1 --mix 0.25 --seed 13 -o .*/sft3600/sessions.jsonl'
+has "small: and one named from real words" "$S" 'hsa-augment -k 1 --seed 14 --p-skill-id 1 --p-tools 1 --vocab .*/words-train .*/sft3600/sessions.jsonl'
 has "small: the word vocabulary" "$S" 'sh tools/nonce-vocab.sh 3 .*/words-train/ words'
-has "small: HSA-SFT trains on them, 1,800 steps" "$S" 'sft-step --init .*/base.ckpt --data .*/hsa-nonce1-w1800-real1-words1.jsonl --steps 1800 '
+has "small: HSA-SFT trains on them, 3,600 steps" "$S" 'sft-step --init .*/base.ckpt --data .*/hsa-nonce1-w3600-real1-words1.jsonl --steps 3600 '
 grep 'sft-step --init .*/base.ckpt --data .*/hsa.jsonl' "$T/tiny.plan" > "$T/tinyhsa"
 has "tiny: HSA-SFT on hsa.jsonl as before" "$T/tinyhsa" 'hsa.jsonl'
 has "small: HAT is GRPO on HSA-SFT after OPD" "$S" 'grpo-step .*--init .*/hsa-sft-opd.ckpt --metrics .*/hat.jsonl'
@@ -50,8 +50,8 @@ hasnt "small: no GRPO run on the evaluation's world" "$S" '^grpo-step --world .*
 # own SFT data at weight 2.
 has "small: OPD 1,000 steps, forward KL on the base's completions" "$S" \
     'opd-step --init .*/hsa-sft.ckpt .*--steps 1000 .*--teacher-samples 2 --kl forward --no-thinking --lr 1e-3'
-has "small: OPD replays HSA-SFT's own data" "$S" '^ *--replay .*/hsa-nonce1-w1800-real1-words1.jsonl --replay-batch 4 .*--replay-weight 2'
-has "small: and Fixed-SFT's" "$S" '^ *--replay .*/sft1800/sessions.jsonl --replay-batch 4 .*--replay-weight 2'
+has "small: OPD replays HSA-SFT's own data" "$S" '^ *--replay .*/hsa-nonce1-w3600-real1-words1.jsonl --replay-batch 4 .*--replay-weight 2'
+has "small: and Fixed-SFT's" "$S" '^ *--replay .*/sft3600/sessions.jsonl --replay-batch 4 .*--replay-weight 2'
 plan noreplay PROFILE=small OPD_REPLAY=0 results > "$T/noreplay.plan"
 hasnt "small OPD_REPLAY=0: no replay" "$T/noreplay.plan" '^ *--replay '
 # dev-MODEL's robust sets: the evaluation's kinds from train phrasings
@@ -65,10 +65,10 @@ has "small dev: both sets from the train split, 200 cases" "$T/dev.plan" \
     '--split train --sets robust --per-set 200 --intents price,size,order_status,greeting --seed 77 -o .*/robust-fresh.jsonl'
 has "small dev: both rolled out" "$T/dev.plan" 'for v in variant unseen unseen-p1 real real-p1 robust robust-fresh'
 plan mix PROFILE=small HSA_MIX=0 results > "$T/mix.plan"
-has "small HSA_MIX=0: the mixed sets augment every session" "$T/mix.plan" 'hsa-augment -k 1 --mix 0 --seed 13 -o .*/sft1800/sessions.jsonl'
-has "small HSA_MIX=0: in a data file of its own" "$T/mix.plan" 'sft-step --init .*/base.ckpt --data .*/hsa-nonce1-w1800-mix0-real1-words1.jsonl'
+has "small HSA_MIX=0: the mixed sets augment every session" "$T/mix.plan" 'hsa-augment -k 1 --mix 0 --seed 13 -o .*/sft3600/sessions.jsonl'
+has "small HSA_MIX=0: in a data file of its own" "$T/mix.plan" 'sft-step --init .*/base.ckpt --data .*/hsa-nonce1-w3600-mix0-real1-words1.jsonl'
 plan fixed PROFILE=small HSA_FIXED=1 results > "$T/fixed.plan"
-has "small HSA_FIXED=1: Fixed-SFT's sessions added" "$T/fixed.plan" 'do cat .*/sft1800/sessions.jsonl; done; } > .*-fixed1.jsonl.tmp'
+has "small HSA_FIXED=1: Fixed-SFT's sessions added" "$T/fixed.plan" 'do cat .*/sft3600/sessions.jsonl; done; } > .*-fixed1.jsonl.tmp'
 # The dev sets real and real-p1 are named from words that neither HSA
 # vocabulary has (else they would measure names a model trained on).
 jq -r '[.. | strings | select(. != "")] | .[]' "$E/tools/dev-names.json" | sort -u > "$T/devw"
