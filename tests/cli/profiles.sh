@@ -104,5 +104,9 @@ jq -c --arg run e35 -f "$E/tools/acceptance.jq" "$E/results/small-e35.json" > "$
 has "acceptance.jq: e35's variant gap +11.3, intervals apart, missed" "$T/acc35" '"variant_gap":{"hsa":48,"fixed":36.667,"gap":11.3,"apart":true,"met":false}'
 has "acceptance.jq: e35's HSA-SFT live 0.3 under Fixed-SFT - 5, missed" "$T/acc35" '"hsa_live":{"hsa":84.667,"fixed":90,"met":false}'
 has "acceptance.jq: e35's OPD live cost 6.0 and 7.3, missed" "$T/acc35" '"opd_live_cost":{"fixed":6,"hsa":7.3,"met":false}'
-jq -c --arg run e31 -f "$E/tools/acceptance.jq" "$E/results/small.json" > "$T/acc31"
+jq -c --arg run e31 -f "$E/tools/acceptance.jq" "$E/results/small-e31.json" > "$T/acc31"
 has "acceptance.jq: e31's IFEval after OPD within 2 of the base, met" "$T/acc31" '"ifeval_opd":{"fixed_opd":8,"hsa_opd":8.667,"met":true}'
+jq -c --arg run e37 -f "$E/tools/acceptance.jq" "$E/results/small-e37.json" > "$T/acc37"
+has "acceptance.jq: e37's variant gap +16.0, intervals apart, met" "$T/acc37" '"variant_gap":{"hsa":55.333,"fixed":39.333,"gap":16,"apart":true,"met":true}'
+jq -c --arg run e37 -f "$E/tools/acceptance.jq" "$E/results/small-e37.json" "$E/results/small-e31.json" | jq -r -s -f "$E/tools/acceptance-table.jq" > "$T/acctab"
+has "acceptance-table.jq: a row a run, a missed line marked" "$T/acctab" '^e37  *94\.3  *55\.3/39\.3, +16\.0  *94\.3 .* 9\.0/6\.3 no '
