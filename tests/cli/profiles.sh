@@ -111,3 +111,21 @@ has "acceptance.jq: e37's variant gap +16.0, intervals apart, met" "$T/acc37" '"
 cat "$T/acc31" "$T/acc37" | jq -r -s -f "$E/tools/acceptance-table.jq" > "$T/acctab"
 has "acceptance-table.jq: a row a run, a missed line marked" "$T/acctab" '^e37  *94\.3  *55\.3/39\.3, \+16\.0  *94\.3 .* 9\.0/6\.3 no '
 has "acceptance-table.jq: a negative cost keeps its sign" "$T/acctab" '^e31 .* -0\.3/1\.0 '
+# PROFILE=small's OPD trains on the records the base passes and the SFT
+# model fails (OPD_SELECT=1); OPD_SELECT=0 on the whole opd split
+has "small: the SFT model's answers to the opd split, checked" "$S" 'generate --ckpt .*/fixed-sft.ckpt --max-tokens 128 .*/opd-select/prompts.jsonl'
+has "small: OPD trains on the selection" "$S" 'metrics/fixed-sft-opd.jsonl -o .*/fixed-sft-opd.ckpt .*/opd-select/fixed-sft.jsonl$'
+plan nosel PROFILE=small OPD_SELECT=0 results > "$T/nosel.plan"
+has "small OPD_SELECT=0: OPD on the whole split" "$T/nosel.plan" 'metrics/hsa-sft-opd.jsonl -o .*/hsa-sft-opd.ckpt .*/general-opd.jsonl$'
+# the selection itself: the records whose id the base's answers pass and
+# the model's fail, in the split's order
+mkdir -p "$T/sel/opd-select/answers"
+for i in a b c d; do echo "{\"id\":\"$i\",\"messages\":[]}"; done > "$T/sel/general-opd.jsonl"
+printf '%s\n' '{"id":"a","strict":{"follow_all_instructions":true}}' '{"id":"b","strict":{"follow_all_instructions":true}}' \
+    '{"id":"c","strict":{"follow_all_instructions":false}}' '{"id":"d","strict":{"follow_all_instructions":true}}' > "$T/sel/opd-select/answers/base.jsonl"
+printf '%s\n' '{"id":"a","strict":{"follow_all_instructions":true}}' '{"id":"b","strict":{"follow_all_instructions":false}}' \
+    '{"id":"c","strict":{"follow_all_instructions":false}}' '{"id":"d","strict":{"follow_all_instructions":false}}' > "$T/sel/opd-select/answers/fixed-sft.jsonl"
+timeout 60 make -s -C "$E" PROFILE=small OUT="$T/sel" -o "$T/sel/base.ckpt" -o "$T/sel/fixed-sft.ckpt" \
+    -o "$T/sel/opd-select/prompts.jsonl" -o "$T/sel/general-opd.jsonl" "$T/sel/opd-select/fixed-sft.jsonl" > "$T/sel.out" 2>&1
+jq -r .id "$T/sel/opd-select/fixed-sft.jsonl" 2>/dev/null | tr '\n' ' ' > "$T/sel.ids"
+has "small: OPD's selection is what the base passes and the model fails" "$T/sel.ids" '^b d $'
