@@ -185,9 +185,14 @@ BENCH_GEMM := $(BUILD)/bench/gemm
 $(BENCH_GEMM): $(BUILD)/tests/bench_gemm.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $< $(LIB) $(LDLIBS)
-bench: $(PROGS) $(BENCH_GEMM) $(if $(filter 1,$(HAVE_CUDA)),$(GPU_BENCH))
+# bench_fma: the cores' fp32 multiply-add peak (what no GEMM can beat).
+BENCH_FMA := $(BUILD)/bench/fma
+$(BENCH_FMA): $(BUILD)/tests/bench_fma.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $<
+bench: $(PROGS) $(BENCH_GEMM) $(BENCH_FMA) $(if $(filter 1,$(HAVE_CUDA)),$(GPU_BENCH))
 	@tests/venv.sh --make >/dev/null || true
-	@HAT_BIN=$(CURDIR)/$(BIN) HAT_BENCH_GEMM=$(CURDIR)/$(BENCH_GEMM) tests/bench.sh
+	@HAT_BIN=$(CURDIR)/$(BIN) HAT_BENCH_GEMM=$(CURDIR)/$(BENCH_GEMM) HAT_BENCH_FMA=$(CURDIR)/$(BENCH_FMA) tests/bench.sh
 
 # --- fuzzing (tests/fuzz/, man 7 hat LIMITS) ------------------------------
 # make fuzz [FUZZ_SECONDS=N] [FUZZ=name,...]: each tests/fuzz/fuzz_NAME.c is

@@ -31,7 +31,12 @@
 # the GEMM library in use (gemm_kernel: oneDNN or OpenBLAS, HAT_GEMM
 # chooses, man 7 hat) gives these very products here, not a datasheet
 # figure.  mfu_square is against OpenBLAS on square 1536 matrices (its
-# own threads, best of 5).
+# own threads, best of 5).  fma_peak_gflops is the cores' own fp32
+# multiply-add peak (build/rel/bench/fma, tests/bench_fma.c, made by make
+# bench; HAT_BENCH_FMA), best of the rounds: mfu_fma is the step against
+# it and gemm_of_fma the GEMM library's rate against it, so a line says
+# how much of the gap to the hardware is the library's and how much the
+# step's.
 # FLOPs per step: 6 x matmul FLOPs per token x tokens, plus causal
 # attention counted as full T x T (as PyTorch-side counters do).
 # OpenBLAS picks its kernel for the CPU (bench.sh's OPENBLAS_CORETYPE pin,
@@ -50,7 +55,7 @@ HAT_TOP=$top
 cfgs="$top/tests/fixtures/bench/configs.json"
 export HAT_DATA="$top/data" OMP_NUM_THREADS=2
 unset OPENBLAS_NUM_THREADS OPENBLAS_CORETYPE
-: "${HAT_BENCH_GEMM:=$top/build/rel/bench/gemm}"
+: "${HAT_BENCH_GEMM:=$top/build/rel/bench/gemm}" "${HAT_BENCH_FMA:=$top/build/rel/bench/fma}"
 tmp=$(mktemp -d "${HAT_BENCH_TMP:-${TMPDIR:-/tmp}}/model.XXXXXX"); trap 'rm -rf "$tmp"' EXIT
 . "$top/tests/benchlib.sh"
 cpu=$(cpu_json)
@@ -135,7 +140,7 @@ for name in $(jq -r '.configs[].name' "$cfgs"); do
     theo=$(awk -v P="$P" -v B="$B" -v T="$T" -v V="$V" -v C="$C" -v I="$I" -v L="$L" -v H="$H" -v KV="$KV" -v D="$D" 'BEGIN{
         N = B*T; a = L * (N * (4*C + 3*H*D + 3*KV*D + 3*I + H + KV + 2) + B*H*T) + N * (2*C + V + 3);
         printf "%.0f", 4 * (4*P + a)}')
-    : >"$tmp/hat_t" >"$tmp/peer_t" >"$tmp/ratio_t" >"$tmp/hat_d" >"$tmp/peer_d" >"$tmp/ratio_d" >"$tmp/gemm"
+    : >"$tmp/hat_t" >"$tmp/peer_t" >"$tmp/ratio_t" >"$tmp/hat_d" >"$tmp/peer_d" >"$tmp/ratio_d" >"$tmp/gemm" >"$tmp/fma"
     r=0
     while [ $r -lt "$ROUNDS" ]; do
         r=$((r + 1))
@@ -149,6 +154,7 @@ for name in $(jq -r '.configs[].name' "$cfgs"); do
         echo "$h" >>"$tmp/hat_t"
         rss_kib=$(tail -n 1 "$tmp/rss")
         [ -x "$HAT_BENCH_GEMM" ] && "$HAT_BENCH_GEMM" "$tmp/cfg.json" "$B" "$T" 3 >>"$tmp/gemm"
+        [ -x "$HAT_BENCH_FMA" ] && "$HAT_BENCH_FMA" 1 | jq '.fma_gflops // empty' >>"$tmp/fma"
         if [ -n "$PEER_PY" ]; then
             p=$(peer train "$tmp/hf" "$B" "$T" "$STEPS" "$prec" 2>/dev/null | tail -n 1 | jq '.tokens_per_s // empty')
             [ -n "$p" ] && { echo "$p" >>"$tmp/peer_t"; awk -v a="$h" -v b="$p" 'BEGIN{print a / b}' >>"$tmp/ratio_t"; }
@@ -170,9 +176,10 @@ for name in $(jq -r '.configs[].name' "$cfgs"); do
     gstep=$(echo "$gl" | jq '.gemm_gflops // null')
     gcore=$(echo "$gl" | jq '.openblas_core // null')
     gkern=$(echo "$gl" | jq '.gemm_kernel // null')
+    fma=$(jq -s 'max' "$tmp/fma")
     jq -nc --arg c "$name" --argjson B "$B" --argjson T "$T" --argjson P "$P" --argjson steps "$STEPS" \
         --argjson rounds "$ROUNDS" --argjson flops "$flops" --argjson peak "$peak" \
-        --argjson gstep "$gstep" --argjson gcore "$gcore" --argjson gkern "$gkern" \
+        --argjson gstep "$gstep" --argjson fma "$fma" --argjson gcore "$gcore" --argjson gkern "$gkern" \
         --argjson rss "$rss_kib" --argjson theo "$theo" --argjson cpu "$cpu" \
         --argjson ieq "$ieq" --argjson idiff "$idiff" --argjson peerv "$tv" --arg why "$PEER_WHY" --arg prec "$prec" \
         --slurpfile ht "$tmp/hat_t" --slurpfile pt "$tmp/peer_t" --slurpfile rt "$tmp/ratio_t" \
@@ -194,6 +201,8 @@ for name in $(jq -r '.configs[].name' "$cfgs"); do
          achieved_gflops:($flops / $s / 1e9 * 10 | round / 10),
          gemm_step_gflops:$gstep, mfu:(if $gstep then ($flops / $s / 1e9 / $gstep | r3) else null end),
          gemm_peak_gflops:$peak, mfu_square:(if $peak then ($flops / $s / 1e9 / $peak | r3) else null end),
+         fma_peak_gflops:$fma, mfu_fma:(if $fma then ($flops / $s / 1e9 / $fma | r3) else null end),
+         gemm_of_fma:(if $fma and $gstep then ($gstep / $fma | r3) else null end),
          gemm_kernel:$gkern, openblas_core:$gcore,
          decode_tokens_per_s_b1:($hd | med), peer_decode_tokens_per_s_b1:($pd | med | if . then (. * 10 | round / 10) else null end),
          decode_ratio_b1:($rd | med | if . then r3 else null end),
