@@ -21,7 +21,7 @@ typedef float v16 __attribute__((vector_size(64)));
 typedef float v8 __attribute__((vector_size(32)));
 
 /* n rounds of ACC chains; returns a sum so the work is not discarded. */
-#define CHAINS(V, LANES)                                                         \
+#define CHAINS(V)                                                                \
     {                                                                            \
         V a[ACC], b = (V){ 0 } + 0.999999f, c = (V){ 0 } + 1e-7f;               \
         for (int i = 0; i < ACC; i++) a[i] = (V){ 0 } + (float)i;                \
@@ -32,8 +32,8 @@ typedef float v8 __attribute__((vector_size(32)));
         return s;                                                                \
     }
 
-__attribute__((target("avx512f"))) static float chains16(long n) CHAINS(v16, 16)
-__attribute__((target("avx2,fma"))) static float chains8(long n) CHAINS(v8, 8)
+__attribute__((target("avx512f"))) static float chains16(long n) CHAINS(v16)
+__attribute__((target("avx2,fma"))) static float chains8(long n) CHAINS(v8)
 
 int main(int argc, char **argv)
 {
@@ -65,7 +65,8 @@ int main(int argc, char **argv)
         t = omp_get_wtime() - t;
         double g = 2.0 * lanes * ACC * (double)n * nt / t / 1e9;
         if (g > best) best = g;
-        if (sink == 12345.0f) puts("");   /* keeps sink alive */
+        volatile float keep = sink;       /* the chains' result is used */
+        (void)keep;
     }
     printf("{\"fma_gflops\":%.1f,\"threads\":%d,\"isa\":\"%s\"}\n", best, nt, wide ? "avx512f" : "avx2+fma");
     return 0;
