@@ -111,9 +111,12 @@ typedef struct {
     float         *grads;       /* NULL until model_alloc_grads */
     model_weights  g;
 
-    /* training activations, sized for B*T <= act_BT */
+    /* training activations for the current B, T, carved from a buffer
+     * that only grows (acts_cap floats), so that micro-batches of other
+     * lengths (sft-step's buckets) reuse its pages */
     int            B, T;
     float         *acts;
+    size_t         acts_cap;
     float         *encoded;     /* (N,C) */
     block_acts    *la;          /* [L] */
     float         *lnf, *lnf_rstd;   /* (N,C) (N) */
@@ -128,6 +131,7 @@ typedef struct {
     float         *mtp_lnf, *mtp_lnf_rstd, *mtp_logits, *mtp_losses, *mtp_lse;
     /* backward scratch; attention tiles (forward and backward) */
     float         *scratch;
+    size_t         scratch_cap;
     float         *att_scratch;
     size_t         att_scratch_n;
     int           *tokens, *targets, *pos;   /* (N) */
