@@ -264,6 +264,12 @@ const model_tensor *model_find(const model *m, const char *name)
     return NULL;
 }
 
+static void free_head_rows(model *m)
+{
+    free(m->head.rows);     free(m->head.tgt);
+    free(m->mtp_head.rows); free(m->mtp_head.tgt);
+}
+
 void model_free(model *m)
 {
     if (!m) return;
@@ -282,6 +288,7 @@ void model_free(model *m)
     free(m->pos);
     free(m->mtp_tokens);
     free(m->mtp_targets);
+    free_head_rows(m);
     free(m->rope_cos);
     free(m->rope_sin);
     free(m);
@@ -357,6 +364,8 @@ static size_t carve_acts(model *m, float *base, int B, int T)
     m->logits = carve(&p, N * V);
     m->losses = carve(&p, N);
     m->lse = carve(&p, N);
+    m->head.x = carve(&p, N * C);
+    m->head.loss = carve(&p, N);
     if (c->n_mtp) {
         m->mtp_emb = carve(&p, N * C);
         m->mtp_en = carve(&p, N * C);   m->mtp_en_rstd = carve(&p, N);
@@ -368,6 +377,8 @@ static size_t carve_acts(model *m, float *base, int B, int T)
         m->mtp_logits = carve(&p, N * V);
         m->mtp_losses = carve(&p, N);
         m->mtp_lse = carve(&p, N);
+        m->mtp_head.x = carve(&p, N * C);
+        m->mtp_head.loss = carve(&p, N);
     }
     return (size_t)(p - base);
 }
@@ -443,6 +454,7 @@ static void ensure_acts(model *m, int B, int T)
     free(m->la);
     free(m->tokens); free(m->targets); free(m->pos);
     free(m->mtp_tokens); free(m->mtp_targets);
+    free_head_rows(m);
     m->B = B; m->T = T;
     m->la = xcalloc(m->cfg.n_layers, sizeof *m->la);
     /* Every stage writes its whole output before it is read, so a buffer
@@ -463,6 +475,8 @@ static void ensure_acts(model *m, int B, int T)
     m->pos = xcalloc(N, sizeof(int));
     m->mtp_tokens = xcalloc(N, sizeof(int));
     m->mtp_targets = xcalloc(N, sizeof(int));
+    m->head.rows = xcalloc(N, sizeof(int));     m->head.tgt = xcalloc(N, sizeof(int));
+    m->mtp_head.rows = xcalloc(N, sizeof(int)); m->mtp_head.tgt = xcalloc(N, sizeof(int));
     for (size_t i = 0; i < N; i++) m->pos[i] = (int)(i % T);
     model_rope_ensure(m, T);
 }
@@ -504,6 +518,50 @@ double model_sum_losses(const float *losses, const int *targets, int N, long *co
     return s;
 }
 
+/* An LM head and its cross-entropy on the rows of x that have a target,
+ * gathered into h: SFT trains on the assistant's turns, about a quarter
+ * of its positions, and the (N,C)x(C,V) product and the softmax over V
+ * on every row cost the small profile's step ~8% for losses thrown away.
+ * losses gets each position's loss (0 where none), logits and lse the
+ * head rows'. */
+static void head_forward(head_rows *h, float *logits, float *lse, float *losses, const float *x,
+                         const float *W, const int *targets, int N, int C, int V)
+{
+    int n = 0;
+    for (int i = 0; i < N; i++)
+        if (targets[i] >= 0) {
+            h->rows[n] = i;
+            h->tgt[n] = targets[i];
+            memcpy(h->x + (size_t)n * C, x + (size_t)i * C, sizeof(float) * C);
+            n++;
+        }
+    h->n = n;
+    if (n) matmul_forward(logits, h->x, W, n, C, V, 0);
+    crossentropy_forward(h->loss, lse, logits, h->tgt, n, V);
+    memset(losses, 0, sizeof(float) * N);
+    for (int k = 0; k < n; k++) losses[h->rows[k]] = h->loss[k];
+}
+
+/* d(x) (N,C) of head_forward's loss scaled by scale, d(W) added to dW;
+ * logits becomes d(logits). */
+static void head_backward(const head_rows *h, float *dx, float *dW, float *logits,
+                          const float *lse, const float *W, int N, int C, int V, float scale)
+{
+    crossentropy_backward(logits, logits, lse, h->tgt, h->n, V, scale);
+    if (h->n) matmul_backward_set(dx, dW, logits, h->x, W, h->n, C, V);
+    /* Row k of dx belongs at position rows[k] >= k: spread them from the
+     * last, zeros between, so that no row is overwritten before it moves. */
+    for (int i = N - 1, k = h->n - 1; i >= 0; i--) {
+        float *d = dx + (size_t)i * C;
+        if (k >= 0 && h->rows[k] == i) {
+            if (k != i) memcpy(d, dx + (size_t)k * C, sizeof(float) * C);
+            k--;
+        } else {
+            memset(d, 0, sizeof(float) * C);
+        }
+    }
+}
+
 static void mtp_forward(model *m, const float *h)
 {
     const model_config *c = &m->cfg;
@@ -524,8 +582,8 @@ static void mtp_forward(model *m, const float *h)
     matmul_forward(m->mtp_x, m->mtp_cat, m->w.mtp_fc, N, 2 * C, C, 0);
     block_forward(m, &m->w.mtp_block, &m->mtp_la, m->mtp_x);
     rmsnorm_forward(m->mtp_lnf, m->mtp_lnf_rstd, m->mtp_la.res_out, m->w.norm, N, C, c->rms_norm_eps);
-    matmul_forward(m->mtp_logits, m->mtp_lnf, m->w.lm_head, N, C, V, 0);
-    crossentropy_forward(m->mtp_losses, m->mtp_lse, m->mtp_logits, m->mtp_targets, N, V);
+    head_forward(&m->mtp_head, m->mtp_logits, m->mtp_lse, m->mtp_losses, m->mtp_lnf, m->w.lm_head,
+                 m->mtp_targets, N, C, V);
     m->mtp_loss_sum = model_sum_losses(m->mtp_losses, m->mtp_targets, N, &m->n_mtp_targets);
 }
 
@@ -543,8 +601,7 @@ float model_forward(model *m, const int *tokens, const int *targets, int B, int 
         x = m->la[l].res_out;
     }
     rmsnorm_forward(m->lnf, m->lnf_rstd, x, m->w.norm, N, C, c->rms_norm_eps);
-    matmul_forward(m->logits, m->lnf, m->w.lm_head, N, C, V, 0);
-    crossentropy_forward(m->losses, m->lse, m->logits, m->targets, N, V);
+    head_forward(&m->head, m->logits, m->lse, m->losses, m->lnf, m->w.lm_head, m->targets, N, C, V);
     m->loss_sum = model_sum_losses(m->losses, m->targets, N, &m->n_targets);
     double loss = m->n_targets ? m->loss_sum / m->n_targets : 0;
     m->mtp_loss_sum = 0;
@@ -598,8 +655,8 @@ static void mtp_backward(model *m, const float *h, float scale, grad_scratch *s)
 {
     const model_config *c = &m->cfg;
     int N = m->B * m->T, C = c->hidden_size, V = c->vocab_size;
-    crossentropy_backward(m->mtp_logits, m->mtp_logits, m->mtp_lse, m->mtp_targets, N, V, scale);
-    matmul_backward_set(s->dln, m->g.lm_head, m->mtp_logits, m->mtp_lnf, m->w.lm_head, N, C, V);
+    head_backward(&m->mtp_head, s->dln, m->g.lm_head, m->mtp_logits, m->mtp_lse, m->w.lm_head,
+                  N, C, V, scale);
     rmsnorm_backward(s->dres, NULL, m->g.norm, s->dln, m->mtp_la.res_out, m->w.norm, m->mtp_lnf_rstd, N, C);
     block_backward(m, &m->w.mtp_block, &m->g.mtp_block, &m->mtp_la, m->mtp_x, s);
     matmul_backward_set(s->dcat, m->g.mtp_fc, s->dres, m->mtp_cat, m->w.mtp_fc, N, 2 * C, C);
@@ -622,8 +679,7 @@ void model_backward(model *m, float main_scale, float mtp_scale)
     int N = m->B * m->T, C = c->hidden_size, V = c->vocab_size, L = c->n_layers;
     const float *h = m->la[L - 1].res_out;
     if (c->n_mtp) mtp_backward(m, h, mtp_scale, &s);
-    crossentropy_backward(m->logits, m->logits, m->lse, m->targets, N, V, main_scale);
-    matmul_backward_set(s.dln, m->g.lm_head, m->logits, m->lnf, m->w.lm_head, N, C, V);
+    head_backward(&m->head, s.dln, m->g.lm_head, m->logits, m->lse, m->w.lm_head, N, C, V, main_scale);
     rmsnorm_backward(s.dres, c->n_mtp ? s.dh_mtp : NULL, m->g.norm, s.dln, h, m->w.norm, m->lnf_rstd, N, C);
     for (int l = L - 1; l >= 0; l--) {
         const float *x = l ? m->la[l - 1].res_out : m->encoded;
@@ -660,6 +716,7 @@ float *model_forward_logits(model *m, const int *tokens, int B, int T)
     }
     rmsnorm_forward(m->lnf, m->lnf_rstd, x, m->w.norm, N, C, c->rms_norm_eps);
     matmul_forward(m->logits, m->lnf, m->w.lm_head, N, C, V, 0);
+    m->head.n = m->mtp_head.n = 0;
     m->loss_sum = m->mtp_loss_sum = 0;
     m->n_targets = m->n_mtp_targets = 0;
     return m->logits;

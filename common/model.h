@@ -98,6 +98,15 @@ typedef struct {
     float *res_out;             /* (N,C) block output */
 } block_acts;
 
+/* An LM head's rows that have a target (model_forward computes the head
+ * and its cross-entropy on those alone). */
+typedef struct {
+    int    n;
+    int   *rows, *tgt;          /* (n) positions and their targets */
+    float *x;                   /* (n,C) the head's input rows */
+    float *loss;                /* (n) */
+} head_rows;
+
 typedef struct {
     model_config   cfg;
     model_tensor  *tensors;
@@ -120,15 +129,19 @@ typedef struct {
     float         *encoded;     /* (N,C) */
     block_acts    *la;          /* [L] */
     float         *lnf, *lnf_rstd;   /* (N,C) (N) */
-    float         *logits;      /* (N,V); dlogits in place after backward */
-    float         *losses, *lse;   /* (N) (N) loss and log-sum-exp per row */
+    float         *logits;      /* (N,V): every row after model_forward_logits, the
+                                   first head.n (head.rows') after model_forward;
+                                   dlogits in place after backward */
+    float         *losses;      /* (N) loss per position, 0 where no target */
+    float         *lse;         /* (head.n) log-sum-exp per head row */
+    head_rows      head, mtp_head;
     /* MTP */
     int           *mtp_tokens, *mtp_targets;   /* (N) */
     float         *mtp_emb, *mtp_en, *mtp_en_rstd, *mtp_hn, *mtp_hn_rstd;
     float         *mtp_cat;     /* (N,2C) */
     float         *mtp_x;       /* (N,C) fc output = block input */
     block_acts     mtp_la;
-    float         *mtp_lnf, *mtp_lnf_rstd, *mtp_logits, *mtp_losses, *mtp_lse;
+    float         *mtp_lnf, *mtp_lnf_rstd, *mtp_logits, *mtp_losses, *mtp_lse;   /* as above */
     /* backward scratch; attention tiles (forward and backward) */
     float         *scratch;
     size_t         scratch_cap;
