@@ -38,6 +38,7 @@ has "small: HSA-SFT trains on them, 3,600 steps" "$S" 'sft-step --init .*/base.c
 grep 'sft-step --init .*/base.ckpt --data .*/hsa.jsonl' "$T/tiny.plan" > "$T/tinyhsa"
 has "tiny: HSA-SFT on hsa.jsonl as before" "$T/tinyhsa" 'hsa.jsonl'
 has "small: HAT is GRPO on HSA-SFT after OPD" "$S" 'grpo-step .*--init .*/hsa-sft-opd.ckpt --metrics .*/hat.jsonl'
+has "small: GRPO's KL term is to the model it starts from" "$S" 'grpo-step .*--beta 0\.04 --ref .*/hsa-sft\.ckpt --init .*/hsa-sft\.ckpt --metrics .*/abl-no-opd\.jsonl'
 # GRPO trains on a training world's tasks, never on the world the
 # evaluation's cases come from (session 17).
 has "small: GRPO's world is a training world" "$S" 'world-gen --seed 101 --products 40 -o .*/rl-world.json'
