@@ -460,8 +460,8 @@ static void ensure_acts(model *m, int B, int T)
     /* Every stage writes its whole output before it is read, so a buffer
      * kept from a longer micro-batch serves as it is: a new one (fresh
      * pages, each faulted in and cleared by the kernel) every time the
-     * length changes cost sft-step's bucketed steps ~6% (perf, the small
-     * profile's sessions). */
+     * length changes made sft-step's bucketed steps ~11% slower (the small
+     * profile's shape; examples/results/history.md, session 29). */
     size_t n = carve_acts(m, NULL, B, T);
     if (n > m->acts_cap) {
         free(m->acts);
@@ -521,7 +521,7 @@ double model_sum_losses(const float *losses, const int *targets, int N, long *co
 /* An LM head and its cross-entropy on the rows of x that have a target,
  * gathered into h: SFT trains on the assistant's turns, about a quarter
  * of its positions, and the (N,C)x(C,V) product and the softmax over V
- * on every row cost the small profile's step ~8% for losses thrown away.
+ * on every row cost the small profile's step ~6% for losses thrown away.
  * losses gets each position's loss (0 where none), logits and lse the
  * head rows'. */
 static void head_forward(head_rows *h, float *logits, float *lse, float *losses, const float *x,
